@@ -368,6 +368,8 @@ class AccumulationFacts:
         raise it there, so a finding rests on that, as on a command-line option at 1. None where
         some binding is not 1."""
         values = self.program.values_of(name, fn, 2)
+        if all(v is name for v, _ in values) and not self.program.lookup(name.id, fn):
+            values = self.program.star_bound(name.id, fn)  # (a settings module star-imported)
         if not values or not all(is_const(v, 1) for v, _ in values):
             return None
         modules = {id(scope.file): scope.file for _, scope in values if isinstance(scope.node, ast.Module)}
@@ -457,6 +459,8 @@ class AccumulationFacts:
         default where the call leaves it out): one micro-step, nothing accumulates."""
         if isinstance(loop, ast.For) and isinstance(loop.iter, ast.Name) and _star_of_a_pair(fn, loop.iter.id):
             return True  # `for i, *batch in enumerate(loader): for sample in batch:` - batch is [item]
+        if isinstance(loop, ast.For) and self._one_piece(loop.iter, fn):
+            return True
         if not (isinstance(loop, ast.For) and isinstance(loop.iter, ast.Call) and last_name(loop.iter.func) == "range"
                 and len(loop.iter.args) == 1 and isinstance(loop.iter.args[0], (ast.Name, ast.Attribute))):
             return False
@@ -472,6 +476,24 @@ class AccumulationFacts:
         if param not in fn.params or fn.bindings.get(param):
             return False
         return given_constants(self.callers(), fn, param) == {1}
+
+    def _one_piece(self, pieces: ast.AST, fn: Function) -> bool:
+        """The batch cut into pieces of its size over the accumulation count, or into that many
+        pieces, where the count is 1 (`split_into_minibatches(x, y, BATCH_SIZE //
+        ACCUMULATION_STEPS)` with `ACCUMULATION_STEPS = 1` in the settings module bGPT star-imports,
+        `x.chunk(accum)`): one piece, one backward per step."""
+        made = [pieces] if pieces.__class__ is ast.Call else [
+            v for v, _ in self.program.values_of(pieces, fn, 1) if v.__class__ is ast.Call] \
+            if pieces.__class__ is ast.Name else []
+        for call in made[:4]:
+            given = [*call.args, *(k.value for k in call.keywords)]
+            if any(arg.__class__ is ast.BinOp and arg.op.__class__ in (ast.FloorDiv, ast.Div)
+                   and self._one(arg.right, fn) for arg in given):
+                return True
+            if last_name(call.func) == "chunk" and given and self._one(given[-1 if len(given) > 1 else 0], fn) \
+                    and (call.func.__class__ is ast.Attribute and len(given) == 1 or len(given) == 2):
+                return True
+        return False
 
     def _steps_plain_models(self, steps: list, fn: Function) -> bool:
         """Every optimizer the loop steps was built over the parameters of models no DDP wraps

@@ -317,25 +317,25 @@ def launched_parameters(script: Path, given: dict, read: list) -> tuple[dict, di
     option's value as launched, a set of values (config_files.Contested's) where the launches
     differ: each file one of them names is read, and a key they all give one value is settled,
     one they give different values is contested with every value. A key some file leaves out,
-    or a name that is no readable file, leaves the answer out (not known on that launch)."""
+    or a name that is no readable file, leaves the answer out (not known on that launch). A
+    file json.load refuses (a trailing comma: VLN-SIG's pretrain_rxr.json) stops its launch
+    before any training: the others say what the training runs with."""
     for option in _PARAMS_OPTIONS + _CONFIG_OPTIONS:
         named = given.get(option)
         names = sorted(named, key=str) if isinstance(named, frozenset) else [named]
         if not names or not all(isinstance(n, str) and n.endswith(".json") for n in names):
             continue
-        files = []
-        for one in names:
-            body = next((found[1] for base in (Path.cwd(), script.parent)
-                         for found in [_read_config(base / one, read)] if found is not None), None)
-            values = json_leaf_values(body) if body is not None else None
-            if values is None:
-                break
-            files.append(values)
-        else:
-            keys = set.intersection(*(set(values) for values in files))
-            held = {key: {values[key] for values in files} for key in keys}
-            return ({key: v.pop() for key, v in held.items() if len(v) == 1},
-                    {key: frozenset(v) for key, v in held.items() if len(v) > 1})
+        bodies = [next((found[1] for base in (Path.cwd(), script.parent)
+                        for found in [_read_config(base / one, read)] if found is not None), None) for one in names]
+        if None in bodies:
+            continue
+        files = [values for values in map(json_leaf_values, bodies) if values is not None]
+        if not files:
+            continue
+        keys = set.intersection(*(set(values) for values in files))
+        held = {key: {values[key] for values in files} for key in keys}
+        return ({key: v.pop() for key, v in held.items() if len(v) == 1},
+                {key: frozenset(v) for key, v in held.items() if len(v) > 1})
     return {}, {}
 
 

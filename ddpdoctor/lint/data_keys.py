@@ -58,10 +58,19 @@ def _scope(file: str, label: str, root: ast.AST, dist_names: set, bare: set) -> 
         data_names.update(t.id for n in own if isinstance(n, ast.Assign) and _from_data(n.value, data_names)
                           for target in n.targets for t in walk(target) if isinstance(t, ast.Name))
     keyed: dict[str, int] = {}  # dict name -> line its data key is set
+    kept_by: dict[str, str] = {}  # dict name -> the emptiness test a fixed key is kept under
     for loop in loops:
         from_data = _from_data(loop.iter, data_names)
-        keys = {n.id for n in walk(loop.target) if isinstance(n, ast.Name)} if from_data else set()
+        keys = {n.id for n in walk(loop.target) if isinstance(n, ast.Name)}
         if not keys:
+            continue
+        if not from_data:
+            # a fixed list of keys, each kept only where this rank's share holds some of it
+            # (`for i, mode in enumerate(modes): mask = types == i; if not mask.any(): continue;
+            # acc[mode] = ...`: AIpparel's per-mode metrics)
+            for name, (line, test) in _kept_where_present(loop, keys).items():
+                keyed.setdefault(name, line)
+                kept_by.setdefault(name, test)
             continue
         for node in walk(loop):
             name = _keyed_write(node, keys)
@@ -81,11 +90,44 @@ def _scope(file: str, label: str, root: ast.AST, dist_names: set, bare: set) -> 
         for node in walk(loop):
             op = data_sized._collective(node, dist_names, bare) if isinstance(node, ast.Call) else None
             if op:
+                whose = f"whose keys are kept only where `{kept_by[name]}` holds on the rank's own data" \
+                    if name in kept_by else "whose keys come from the data"
                 yield DataSizedCollective(
                     f"dist.{op}()", Location(file, node.lineno),
-                    f"one call per key of `{name}`, whose keys come from the data", Location(file, keyed[name]),
+                    f"one call per key of `{name}`, {whose}", Location(file, keyed[name]),
                     label, kind="count")
                 break
+
+
+# Tests of whether a selection of the data holds anything (`mask.any()`, `len(rows) > 0`).
+EMPTINESS = {"any", "all", "numel", "nonzero", "count_nonzero", "len", "sum"}
+
+
+def _kept_where_present(loop: ast.AST, keys: set[str]) -> dict[str, tuple[int, str]]:
+    """The dicts the loop writes at one of its keys only past a test of whether a selection
+    holds anything (`if not mask.any(): continue` before the write, or the write under `if
+    mask.any():`): {dict: (the write's line, the test)}."""
+    found: dict[str, tuple[int, str]] = {}
+    skipped = ""
+    for stmt in loop.body:
+        if isinstance(stmt, ast.If) and _emptiness(stmt.test) and any(
+                isinstance(s, ast.Continue) for s in stmt.body) and not stmt.orelse:
+            # (the test a key is kept under: `mask.any()` for `if not mask.any(): continue`)
+            kept = stmt.test.operand if isinstance(stmt.test, ast.UnaryOp) and isinstance(stmt.test.op, ast.Not) \
+                else None
+            skipped = skipped or (data_sized._text(kept) if kept is not None else f"not ({data_sized._text(stmt.test)})")
+            continue
+        guard = data_sized._text(stmt.test) if isinstance(stmt, ast.If) and _emptiness(stmt.test) else ""
+        for node in walk(stmt):
+            name = _keyed_write(node, keys)
+            test = skipped or guard
+            if name and test and name not in found:
+                found[name] = (node.lineno, test)
+    return found
+
+
+def _emptiness(test: ast.AST) -> bool:
+    return any(isinstance(n, ast.Call) and data_sized._name(n.func) in EMPTINESS for n in walk(test))
 
 
 def _fixed(node: ast.AST) -> bool:

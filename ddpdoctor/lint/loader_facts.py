@@ -14,7 +14,7 @@ from ddpdoctor.lint.fact_builder import (pinned_constants, _cond_false, _fn_loop
                                          argument_at, given_constants, loc, never_true, ruled_out)
 from ddpdoctor.lint.defaults import LAUNCH_WORDS, off_at_launch, option_value, runs_once_at_launch, settled
 from ddpdoctor.lint.nodes import children, param_defaults, source_lines, walk
-from ddpdoctor.lint.process_seeds import _off_by_default as _seed_option_unset, _on_import, _seeds_direct_path, _with_own_calls, seeded_per_rank
+from ddpdoctor.lint.process_seeds import _off_by_default as _seed_option_unset, _on_import, _seeds_direct_path, _with_own_calls, seed_has_rank, seeded_per_rank
 from ddpdoctor.lint.rank_state import rank_advanced
 from ddpdoctor.lint.ranks import GPU_COUNT, SPAWNERS
 from ddpdoctor.lint.patterns import (GLOBAL_DRAWS, library_scaler_backward, _dict_call_literal, _grad_context, call_chain, call_keywords, dotted, hf_trainer_class, is_const, keyword, last_name, loader_call, loader_dataset,
@@ -3043,6 +3043,11 @@ class LoaderFacts:
                                     draw = self._unseeded_draw(inner, scope) or self._helper_draw(inner, scope)
                                     if draw:
                                         return draw
+                            # (or shuffled in place where it is kept: `random.shuffle(train_files)`,
+                            # then `ByteDataset(train_files)` - bGPT's, its `random` seeded by rank)
+                            draw = self._shuffled_in_place(arg.id, scope)
+                            if draw:
+                                return draw
             if value.__class__ is ast.Name:
                 draw = self._reordered_after(value.id, scope)
                 if draw:
@@ -3131,6 +3136,17 @@ class LoaderFacts:
                     return draw
         return ""
 
+    def _shuffled_in_place(self, name: str, fn: Function) -> str:
+        """`random.shuffle(name)` (numpy's too) of the list fn hands a dataset, in fn itself:
+        the items' order is the stream's draw ("" if none)."""
+        for call in fn.own_calls:
+            if call.args and call.args[0].__class__ is ast.Name and call.args[0].id == name and \
+                    last_name(call.func) == "shuffle":
+                draw = self._unseeded_draw(call, fn)
+                if draw:
+                    return draw
+        return ""
+
     def _ruled_out_by(self, init: Function, inner: ast.Call, built: ast.Call, scope: Function) -> bool:
         """The constructor's draw sits under a test this construction makes false: `if max_samples
         > 0 and len(raw) > max_samples:` where `RLPromptDataset(max_samples=max_samples)` hands
@@ -3150,8 +3166,8 @@ class LoaderFacts:
             found = set()
             if self._seeds_anything() and not seeded_per_rank(self):
                 for fn, call, _, _ in self.calls():
-                    if not self._process_seeding(call, fn):
-                        continue
+                    if not self._process_seeding(call, fn) or seed_has_rank(call, fn, self.program):
+                        continue  # (`random.seed(0 + rank)` beside a torch seeding alike: its own)
                     full = self.program.qualify(call.func, fn) or ""
                     found.add(_SEED_STREAMS.get(full, "*"))
             self.__dict__["_alike_streams_seen"] = found

@@ -2050,7 +2050,13 @@ def _buffered(program: Program, node: ast.AST, fn: Function, depth: int, seen: s
                         ret.__class__ is ast.Lambda and _buffered(program, ret.body, maker, depth - 1, seen)
                         for ret in maker.returned):
                     return True
+        if isinstance(value, ast.Call) and value.func.__class__ is ast.Name and \
+                _unpacked_makers_buffered(program, value, scope, depth, seen):
+            return True
         if isinstance(value, ast.Call):
+            picked = _instantiated(program, value, scope)
+            if picked and 2 * sum(_class_buffered(program, k, seen) for k in picked) > len(picked):
+                return True  # (the classes a Hydra config key names: they stand for it as most are)
             picked = _eval_picks(program, value.func, scope)
             if picked and 2 * sum(
                     _class_buffered(program, k, seen) if program.is_class(k)
@@ -2298,6 +2304,41 @@ def _setting_test(test: ast.AST) -> bool:
         if node.__class__ is ast.Name and node.id.isupper() and len(node.id) > 1:
             return True
     return False
+
+
+def _unpacked_makers_buffered(program: Program, call: ast.Call, fn: Function, depth: int, seen: set) -> bool:
+    """`net, weights = model_map[args.arch]; model = net(weights=weights)`: the builder called
+    is one of the table's, which the options pick; they stand for it as most of them are (a
+    camera-trap classifier's ResNets and ShuffleNet beside ConvNeXt, Swin and ViT)."""
+    makers = [(item, owner) for item, owner in program.unpacked(call.func.id, fn)
+              if item.__class__ in (ast.Name, ast.Attribute)]
+    kinds: dict[str, bool] = {}
+    built = []  # (kept alive: `seen` holds node ids, which a freed node would hand on)
+    for item, owner in makers:
+        key = text(item, 200)
+        if key not in kinds and len(kinds) < LISTED_KINDS:
+            built.append(ast.copy_location(ast.Call(func=item, args=[], keywords=[]), call))
+            kinds[key] = _buffered(program, built[-1], owner, depth - 1, seen)
+    return bool(makers) and len(kinds) < LISTED_KINDS and \
+        2 * sum(kinds[text(item, 200)] for item, _ in makers) > len(makers)
+
+
+def _instantiated(program: Program, call: ast.Call, fn: Function) -> list:
+    """The local classes `hydra.utils.instantiate(cfg.model)` may build, by the config key it
+    reads (sources.SourceFile.hydra_keyed): called at once, or a partial it returns called later
+    (`make = instantiate(cfg.model)`, `_partial_: true`, then `make(h=...)`)."""
+    made = [call]
+    if call.func.__class__ is ast.Name:
+        made += [v for v, _ in program.values_of(call.func, fn, 2) if v.__class__ is ast.Call]
+    keyed = program.sources[0].hydra_keyed if program.sources else {}
+    found = []
+    for one in made:
+        if last_name(one.func) == "instantiate" and one.args and one.args[0].__class__ is ast.Attribute:
+            for target in keyed.get(one.args[0].attr, ()):
+                klass = program.full_symbol(target)
+                if program.is_class(klass) and klass not in found:
+                    found.append(klass)
+    return found
 
 
 def _buffered_zoo(full: str) -> bool:
@@ -2709,6 +2750,8 @@ def _class_buffered(program: Program, klass, seen: set, given: Optional[dict] = 
                             return True
                         if any(m in text(call, 100000) for m in BUFFER_MARKERS):
                             return True  # `return nn.Sequential(Conv2d(...), BatchNorm2d(...), ...)`: Darknet's blocks
+                        if call.func.__class__ is ast.Name and _unpacked_makers_buffered(program, call, target, 3, seen):
+                            return True  # `net, weights = model_map[arch]; return net(weights=weights)`
     # `self.backbone = AutoModel.from_pretrained(base_model)` in its constructor, with a checkpoint
     # of a family that registers buffers (the callers hand `--base_model`, "klue/roberta-base")
     for node in pretrained:

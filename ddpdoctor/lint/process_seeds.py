@@ -216,6 +216,12 @@ def _reseeded_after(builder: Builder, seeds: list, fn: Function, site: ast.AST, 
         for caller, event in builder.callers().get(fn, [])[:4])
 
 
+def seed_has_rank(call: ast.Call, fn: Function, program) -> bool:
+    """The seeding call's seed puts the rank in (`random.seed(0 + rank)`): each process's
+    stream is its own, whichever stream it seeds."""
+    return bool(call.args) and _judge(call.args[0], fn, program) == _PER_RANK
+
+
 def seeded_alike(builder: Builder) -> bool:
     """The ranks run some seeding of torch's generator, and every one of them seeds alike."""
     seeds = _seeding_calls(builder)

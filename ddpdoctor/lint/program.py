@@ -474,7 +474,9 @@ class Program:
                 live.add(klass)
                 queue.extend(m for name, m in klass.methods.items() if not self._never_named(klass, name, m))
         # and the classes a Hydra config names for `instantiate` (sources._hydra_imports)
-        for target in self.sources[0].hydra_targets if self.sources else ():
+        # (and the classes the configs name for a by-name factory, CompVis' `instantiate_from_config(
+        # cfg.trainer)` then `trainer.train(...)`: the trainer a YAML's `target:` picks runs)
+        for target in [*self.sources[0].hydra_targets, *self.sources[0].config_named] if self.sources else ():
             klass = self.full_symbol(target)
             if klass.__class__ is Klass and klass not in live:
                 live.add(klass)
@@ -1072,6 +1074,23 @@ class Program:
                 break
             full = module.imports[attr]
         return (f"{full}.{rest}" if rest else full), True
+
+    def star_bound(self, name: str, fn: Function) -> list[tuple[ast.AST, Function]]:
+        """The values a local module fn's module star-imports binds `name` to at its top
+        (`from config import *` with `ACCUMULATION_STEPS = 1` in config.py, bGPT's settings):
+        what values_of cannot see through the star. [] where none does, or one rebinds its
+        globals at run time."""
+        found = []
+        for alias, base in fn.module.imports.items():
+            if alias[0] != "*" or base == fn.module.name:
+                continue
+            module = self.by_name.get(base)
+            if module is None and base in self._waiting:
+                module = self.full_symbol(base, 2)
+            if module.__class__ is not Module or module.body is None or module.file.rewrites_globals:
+                continue
+            found += [(value, module.body) for _, value in module.body.bindings.get(name, ())]
+        return found
 
     def _star_imported(self, module: Module, head: str, depth: int = 2):
         """The full name a library import of a module star-imported by `module` binds to head
@@ -3071,6 +3090,9 @@ class Program:
         its run.sh), None where none gives it or they give it differently."""
         self.option_defaults()
         value = self.__dict__.get("_launched_values", {}).get(option)
+        if value is None:
+            # (or the parameters file every launch names gives it: `"accum": 1` in each JSON)
+            value = self.__dict__.get("_parameter_values", {}).get(option)
         return None if isinstance(value, Contested) else value
 
     def option_defaults(self) -> dict[str, object]:
@@ -3088,6 +3110,7 @@ class Program:
             if script is not None and script.path is not None:
                 launched = launch_values(script.path, declared_options(self.files), script.hydra_configs)
                 self.__dict__["_launched_values"] = launched
+                launched_from_files = self.__dict__["_parameter_values"] = {}
                 for option, value in launched.items():
                     if isinstance(value, Contested):
                         # launches that give it differently: which runs is not known; a test
@@ -3105,11 +3128,15 @@ class Program:
                 for key, value in (leaf_values(config[1]) if config is not None else {}).items():
                     found.setdefault(key, value)
                 # (and a JSON parameters file merged into them, one per launch: DSTC9's params.json)
+                # (over the declared defaults, under what a launch's command line gives: UNITER's
+                # parse_with_config, VLN-SIG's `--config pretrain_r2r.json`)
                 settled, differing = launched_parameters(script.path, {**found, **contested}, script.hydra_configs)
                 for key, value in settled.items():
-                    found.setdefault(key, value)
+                    if key not in launched:
+                        found[key] = value
+                        launched_from_files[key] = value
                 for key, values in differing.items():
-                    if key not in found:
+                    if key not in launched:
                         contested.setdefault(key, values)
             self.__dict__["_launch_candidates"] = contested
             self.__dict__["_option_defaults_seen"] = found

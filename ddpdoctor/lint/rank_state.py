@@ -1143,13 +1143,30 @@ def _set_by_item_call(program, fn: Function, flag: ast.Attribute) -> bool:
                 if not more:
                     break
                 handed |= more
-            for node in method.own_of(ast.If):
-                if {n.id for n in walk(node.test) if isinstance(n, ast.Name)} & handed:
-                    if any(isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name)
-                           and t.value.id == "self" for stmt in walk(node) if isinstance(stmt, ast.Assign)
-                           for t in stmt.targets):
-                        return True
+            # the fields it sets under a test on what it was handed (`if self.is_better(current,
+            # self.best): self.num_bad_epochs = 0 / else: += 1`)
+            decided = {t.attr for node in method.own_of(ast.If)
+                       if {n.id for n in walk(node.test) if isinstance(n, ast.Name)} & handed
+                       for stmt in walk(node) if isinstance(stmt, (ast.Assign, ast.AugAssign))
+                       for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target])
+                       if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"}
+            if attr in decided or _property_reads(program, method, attr) & decided:
+                return True
     return False
+
+
+def _property_reads(program, method: Function, attr: str) -> set:
+    """The `self.<field>`s a property of the method's class returns from (`@property def stop(self):
+    return self.num_bad_epochs > self.patience`, world-models' EarlyStopping): what reading
+    `obj.stop` reads."""
+    if method.cls is None:
+        return set()
+    prop = program.method(method.cls, attr)
+    if prop is None or prop.node is None or not any(
+            last_name(d) == "property" for d in getattr(prop.node, "decorator_list", ())):
+        return set()
+    return {n.attr for ret in prop.own_of(ast.Return) if ret.value is not None for n in walk(ret.value)
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self"}
 
 
 def _item_flags(program, fn: Function) -> frozenset:

@@ -56,6 +56,10 @@ class SourceFile:
     # the dotted names a Hydra config under the script's `@hydra.main(config_path=...)` asks
     # `hydra.utils.instantiate` to build (`_target_: pkg.models.Policy`); the script's only
     hydra_targets: list[str] = field(default_factory=list)
+    # those targets by the config key that holds them: the config group's folder
+    # (`conf/model/pixeltransformer.yaml`) or the top-level key above the `_target_` line
+    # (`model:` / `  _target_: ...`), which `instantiate(cfg.model)` reads
+    hydra_keyed: dict[str, list[str]] = field(default_factory=dict)
     # the dotted paths the configs beside the script name, where code loads modules by name
     # (_config_named): the classes a by-name factory may build
     config_named: list[str] = field(default_factory=list)
@@ -917,9 +921,34 @@ _CONFIG_PATH_OPTION = re.compile(
     r"""add_argument\(\s*["']--config[_-]path["'][^)]*?default\s*=\s*["']([^"']+)["']""", re.DOTALL)
 # the config the compose API (or the decorator) names: `config_name="train"`, or the default of a
 # `--config_name` option; its sibling configs at the folder's top are other runs, not this one's
-_CONFIG_NAME = re.compile(r"""(?:hydra\.main|hydra\.compose)\([^)]*?config_name\s*=\s*["']([^"']+)["']""", re.DOTALL)
+_CONFIG_NAME = re.compile(r"""(?:hydra\.main|hydra\.compose|^@[\w.]+)\([^)]*?config_name\s*=\s*["']([^"']+)["']""",
+                          re.DOTALL | re.MULTILINE)
+_CONFIG_DECORATOR = re.compile(r"""^@[\w.]+\([^)]*?config_path\s*=\s*["']([^"']+)["']""", re.DOTALL | re.MULTILINE)
 _CONFIG_NAME_OPTION = re.compile(
     r"""add_argument\(\s*["']--config[_-]name["'][^)]*?default\s*=\s*["']([^"']+)["']""", re.DOTALL)
+
+
+MAX_KEYED_TARGETS = 16  # the classes one config key may name across a config tree
+_TOP_KEY = re.compile(r"^([A-Za-z_][\w-]*)\s*:")
+
+
+def _keyed_targets(body: str, group: str) -> list[tuple[str, str]]:
+    """(key, dotted target) for each `_target_` of a Hydra config: a target at the file's top
+    is keyed by its config group (the folder it lies in; none for the primary config), one
+    nested under a top-level key by that key."""
+    found = []
+    key = ""
+    for line in body.splitlines():
+        top = _TOP_KEY.match(line)
+        if top:
+            key = top.group(1)
+        target = _TARGET.match(line)
+        if target and "." in target.group(1):
+            nested = line[:1].isspace()
+            held = key if nested else group
+            if held and held != "_target_":
+                found.append((held, target.group(1)))
+    return found
 
 
 def _hydra_imports(script: SourceFile) -> list[tuple[str, ast.AST]]:
@@ -932,6 +961,10 @@ def _hydra_imports(script: SourceFile) -> list[tuple[str, ast.AST]]:
     if "instantiate" not in text and "get_class" not in text:
         return []  # (`hydra.utils.get_class(cfg._target_)(cfg)` builds it too)
     found = _HYDRA_MAIN.search(text)
+    if found is None and "hydra" in text:
+        # a decorator of the project's own around hydra.main (`@main_torch_distributed(
+        # config_path="conf", config_name="config")`, arcworld's, which starts the ranks too)
+        found = _CONFIG_DECORATOR.search(text)
     if found is None and "hydra.initialize(" in text:
         found = _HYDRA_INIT.search(text) or _CONFIG_PATH_OPTION.search(text)
     at_cwd = _HYDRA_MAIN_CWD.search(text) if found is None else None
@@ -959,6 +992,11 @@ def _hydra_imports(script: SourceFile) -> list[tuple[str, ast.AST]]:
             continue
         targets.extend(t for t in _TARGET.findall(body) if t not in targets and "." in t)
         script.hydra_configs.append(str(config))
+        group = config.parent.name if config.parent != folder else ""
+        for key, target in _keyed_targets(body, group):
+            held = script.hydra_keyed.setdefault(key, [])
+            if target not in held and len(held) < MAX_KEYED_TARGETS:
+                held.append(target)
     script.hydra_targets = targets
     where = script.tree if script.tree is not None else ast.Module(body=[], type_ignores=[])
     modules = []
