@@ -27,7 +27,10 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         Pegasus or Blenderbot generator's `final_logits_bias`; not a BatchNorm its constructor builds only on a side of its own
         argument the construction rules out, `Model(core_name="mlp")` past `if core_name ==
         "pointnet":`; also a DDP model a training helper hands back as it was given,
-        `model, loss = train_one_epoch(model, ...)`), the forward of a FullyShardedDataParallel model (torch's or
+        `model, loss = train_one_epoch(model, ...)`; a builder unpacked from a table of
+        networks, `net, w = table[arch]; net(weights=w)`, or a Hydra `instantiate(cfg.model)`
+        of the classes the `model` config group names, stands for them as most of them are),
+        the forward of a FullyShardedDataParallel model (torch's or
         fairscale's, not NO_SHARD: it all-gathers the parameters, gradients on or off; a
         warning where the name holds a DDP model on another way, `model = FSDP(model) if
         use_fsdp else DDP(model)`, and where a nanoGPT-style configurator switch such as

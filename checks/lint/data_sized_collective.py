@@ -27,6 +27,8 @@ def data_sized_collective(facts: LintFacts) -> list[Problem] | Skipped:
         collective run once per key of a dict whose keys come from the data
         (`for d in domain.tolist(): losses[d] = ...`, then `for k, v in losses.items():
         dist.all_reduce(v)`): ranks that saw different keys run different numbers of calls.
+        Also keys of a fixed list kept only where the rank's own data has them (`for i, mode
+        in enumerate(modes): if not (types == i).any(): continue; acc[mode] = ...`).
 
         A list extended (`outs.extend(batch_out)`) on both sides of a branch inside the loop
         grows alike on every pass, as one appended on both sides does: no data size.

@@ -55,7 +55,9 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
         - a validation metric each rank computes from its own shard (`val_loss =
           validate(model, val_loader)` over a DistributedSampler, never all-reduced) that an
           early stop then tests (`stopper(val_loss)`; `if stopper.early_stop: break`), also
-          through a counter set on a side of a test on it, and where the evaluation is a loop
+          through a counter set on a side of a test on it (or a property that returns from
+          such a counter: `@property def stop(self): return self.bad > self.patience`), and
+          where the evaluation is a loop
           written inline (`for batch in eval_loader: preds.extend(...)`, then `f1 =
           score(preds, refs)`) that grows what it keeps from its own batches, not from what it
           gathers (a warning);
