@@ -490,8 +490,8 @@ class AccumulationFacts:
             if any(arg.__class__ is ast.BinOp and arg.op.__class__ in (ast.FloorDiv, ast.Div)
                    and self._one(arg.right, fn) for arg in given):
                 return True
-            if last_name(call.func) == "chunk" and given and self._one(given[-1 if len(given) > 1 else 0], fn) \
-                    and (call.func.__class__ is ast.Attribute and len(given) == 1 or len(given) == 2):
+            # (`x.chunk(k)` or `torch.chunk(x, k)`: the count is the last argument given)
+            if last_name(call.func) == "chunk" and len(given) in (1, 2) and self._one(given[-1], fn):
                 return True
         return False
 

@@ -552,3 +552,17 @@ def test_per_key_all_reduces_over_keys_kept_only_where_the_data_has_them_are_ddp
 def test_its_twin_keeps_every_key(tmp_path):
     twin = MODES.replace("        if not mask.any():\n            continue\n", "")
     assert _codes(lint_tree(tmp_path, {"train.py": twin}), "DDP807") == []
+
+
+def test_a_batch_cut_into_a_count_of_one_chunks_accumulates_nothing(tmp_path):
+    chunked = STARRED.replace("split_into(batch, BATCH_SIZE // ACCUMULATION_STEPS)", "batch.chunk(ACCUMULATION_STEPS)")
+    found = _codes(lint_tree(tmp_path, {"train.py": chunked, "config.py": "BATCH_SIZE = 8\nACCUMULATION_STEPS = 1\n"}),
+                   "DDP805")
+    assert found == []
+
+
+def test_its_twin_cut_into_four_chunks_is_ddp805(tmp_path):
+    chunked = STARRED.replace("split_into(batch, BATCH_SIZE // ACCUMULATION_STEPS)", "batch.chunk(ACCUMULATION_STEPS)")
+    found = _codes(lint_tree(tmp_path, {"train.py": chunked, "config.py": "BATCH_SIZE = 8\nACCUMULATION_STEPS = 4\n"}),
+                   "DDP805")
+    assert [f.location.line for f in found] == [_line(chunked, "loss.backward()")]
