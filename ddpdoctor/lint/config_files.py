@@ -345,8 +345,8 @@ def json_leaf_values(body: str) -> Optional[dict]:
     is left out. None where the text is no JSON object."""
     try:
         top = json.loads(body)
-    except ValueError:
-        return None
+    except (ValueError, RecursionError):
+        return None  # (not JSON, or nested past the decoder's recursion: `{"a":{"a":...}}` 40,000 deep)
     if not isinstance(top, dict):
         return None
     found: dict = {}

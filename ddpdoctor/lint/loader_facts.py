@@ -3045,7 +3045,7 @@ class LoaderFacts:
                                         return draw
                             # (or shuffled in place where it is kept: `random.shuffle(train_files)`,
                             # then `ByteDataset(train_files)` - bGPT's, its `random` seeded by rank)
-                            draw = self._shuffled_in_place(arg.id, scope)
+                            draw = self._reordered_after(arg.id, scope)
                             if draw:
                                 return draw
             if value.__class__ is ast.Name:
@@ -3116,9 +3116,10 @@ class LoaderFacts:
         return found
 
     def _reordered_after(self, name: str, fn: Function) -> str:
-        """A draw that reorders the dataset's items once it is built, in the scope that holds it:
-        `dataset.parser.samples = shuffle(samples)` (sklearn's, numpy's global stream) or
-        `random.shuffle(dataset.samples)` ("" if none)."""
+        """A draw that reorders the dataset's items (or the list it is built from) in the scope
+        that holds it: `dataset.parser.samples = shuffle(samples)` (sklearn's, numpy's global
+        stream), `random.shuffle(dataset.samples)`, or `random.shuffle(files)` of the list itself
+        ("" if none)."""
         for node in fn.own:
             if node.__class__ is ast.Assign and any(
                     t.__class__ is ast.Attribute and root_name(t) == name for t in node.targets):
@@ -3130,18 +3131,8 @@ class LoaderFacts:
                         if draw:
                             return draw
         for call in fn.own_calls:
-            if call.args and call.args[0].__class__ is ast.Attribute and root_name(call.args[0]) == name:
-                draw = self._unseeded_draw(call, fn)
-                if draw:
-                    return draw
-        return ""
-
-    def _shuffled_in_place(self, name: str, fn: Function) -> str:
-        """`random.shuffle(name)` (numpy's too) of the list fn hands a dataset, in fn itself:
-        the items' order is the stream's draw ("" if none)."""
-        for call in fn.own_calls:
-            if call.args and call.args[0].__class__ is ast.Name and call.args[0].id == name and \
-                    last_name(call.func) == "shuffle":
+            if call.args and root_name(call.args[0]) == name and (call.args[0].__class__ is ast.Attribute or (
+                    call.args[0].__class__ is ast.Name and last_name(call.func) == "shuffle")):
                 draw = self._unseeded_draw(call, fn)
                 if draw:
                     return draw

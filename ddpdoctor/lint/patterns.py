@@ -2026,17 +2026,9 @@ def _buffered(program: Program, node: ast.AST, fn: Function, depth: int, seen: s
         if value.__class__ is ast.Subscript:
             # `nets[i]` of `nets = [resnet18(), vgg16(), mobilenet_v2(), ...]`, a benchmark's loop
             # over a list of models: they stand for the one picked as most of them are
-            # (each model as written asked once - `[Net0(), Net1(), Net0()]`: a second ask would
-            # meet `seen` and answer no - and a few dozen kinds at most, not a generated table)
             items = [(item, owner) for listed, owner in program.values_of(value.value, scope)
                      if listed.__class__ in (ast.List, ast.Tuple) for item in listed.elts]
-            kinds: dict[str, bool] = {}
-            for item, owner in items:
-                key = text(item, 200)
-                if key not in kinds and len(kinds) < LISTED_KINDS:
-                    kinds[key] = _buffered(program, item, owner, depth - 1, seen)
-            if items and len(kinds) < LISTED_KINDS and \
-                    2 * sum(kinds[text(item, 200)] for item, _ in items) > len(items):
+            if _mostly_buffered(program, items, depth, seen):
                 return True
         if isinstance(value, ast.Name):  # unpacked from a call the program does not resolve
             if any(_buffered(program, v, s, depth - 1, seen)
@@ -2054,8 +2046,7 @@ def _buffered(program: Program, node: ast.AST, fn: Function, depth: int, seen: s
                 _unpacked_makers_buffered(program, value, scope, depth, seen):
             return True
         if isinstance(value, ast.Call):
-            picked = _instantiated(program, value, scope)
-            if picked and 2 * sum(_class_buffered(program, k, seen) for k in picked) > len(picked):
+            if _picked_buffered(program, _instantiated(program, value, scope), seen):
                 return True  # (the classes a Hydra config key names: they stand for it as most are)
             picked = _eval_picks(program, value.func, scope)
             if picked and 2 * sum(
@@ -2068,8 +2059,7 @@ def _buffered(program: Program, node: ast.AST, fn: Function, depth: int, seen: s
                         (program.is_function(target) and any(
                             _buffered(program, ret, target, depth - 1, seen) for ret in target.returned)):
                     return True
-            picked = _looked_up_classes(program, value.func, scope)
-            if picked and 2 * sum(_class_buffered(program, k, seen) for k in picked) >= len(picked):
+            if _picked_buffered(program, _looked_up_classes(program, value.func, scope), seen):
                 return True  # (a name looked up at run time picks one: they stand for it as most are)
             target = built_class(program, value.func, scope)
             if program.is_class(target) and _class_buffered(program, target, seen,
@@ -2082,7 +2072,7 @@ def _buffered(program: Program, node: ast.AST, fn: Function, depth: int, seen: s
                 # (POEM's four models, two with BatchNorm backbones)
                 picked = [k for ret in target.returned if ret.__class__ is ast.Call
                           for k in _registry_picks(program, ret.func, target, value, scope)]
-                if picked and 2 * sum(_class_buffered(program, k, seen) for k in picked) >= len(picked):
+                if _picked_buffered(program, picked, seen):
                     return True
             if target is None and value.func.__class__ is ast.Attribute:
                 # `self._get_net(name)`: a method of the object's class that returns the network
@@ -2310,17 +2300,30 @@ def _unpacked_makers_buffered(program: Program, call: ast.Call, fn: Function, de
     """`net, weights = model_map[args.arch]; model = net(weights=weights)`: the builder called
     is one of the table's, which the options pick; they stand for it as most of them are (a
     camera-trap classifier's ResNets and ShuffleNet beside ConvNeXt, Swin and ViT)."""
-    makers = [(item, owner) for item, owner in program.unpacked(call.func.id, fn)
-              if item.__class__ in (ast.Name, ast.Attribute)]
+    # (each maker asked as the call of it, `models.resnet50()`, which the zoo and class rules read)
+    makers = [(ast.copy_location(ast.Call(func=item, args=[], keywords=[]), call), owner)
+              for item, owner in program.unpacked(call.func.id, fn) if item.__class__ in (ast.Name, ast.Attribute)]
+    return _mostly_buffered(program, makers, depth, seen)
+
+
+def _mostly_buffered(program: Program, items: list, depth: int, seen: set) -> bool:
+    """More than half of the (value, scope) items hold buffers, each kind (as written) asked once
+    - `[Net0(), Net1(), Net0()]`: a second ask would meet `seen` and answer no - and a few dozen
+    kinds at most (LISTED_KINDS), not a generated table. The items stay alive while asked:
+    `seen` holds node ids."""
     kinds: dict[str, bool] = {}
-    built = []  # (kept alive: `seen` holds node ids, which a freed node would hand on)
-    for item, owner in makers:
+    for item, owner in items:
         key = text(item, 200)
         if key not in kinds and len(kinds) < LISTED_KINDS:
-            built.append(ast.copy_location(ast.Call(func=item, args=[], keywords=[]), call))
-            kinds[key] = _buffered(program, built[-1], owner, depth - 1, seen)
-    return bool(makers) and len(kinds) < LISTED_KINDS and \
-        2 * sum(kinds[text(item, 200)] for item, _ in makers) > len(makers)
+            kinds[key] = _buffered(program, item, owner, depth - 1, seen)
+    return bool(items) and len(kinds) < LISTED_KINDS and \
+        2 * sum(kinds[text(item, 200)] for item, _ in items) > len(items)
+
+
+def _picked_buffered(program: Program, picked: list, seen: set) -> bool:
+    """A configured name picks one of these local classes: they stand for it as most of them
+    are (a tie counts as buffered, as a pick among two may be the buffered one)."""
+    return bool(picked) and 2 * sum(_class_buffered(program, k, seen) for k in picked) >= len(picked)
 
 
 def _instantiated(program: Program, call: ast.Call, fn: Function) -> list:

@@ -566,3 +566,13 @@ def test_its_twin_cut_into_four_chunks_is_ddp805(tmp_path):
     found = _codes(lint_tree(tmp_path, {"train.py": chunked, "config.py": "BATCH_SIZE = 8\nACCUMULATION_STEPS = 4\n"}),
                    "DDP805")
     assert [f.location.line for f in found] == [_line(chunked, "loss.backward()")]
+
+
+def test_a_parameters_file_nested_past_the_decoders_recursion_is_read_as_no_json(tmp_path):
+    # (a hostile or broken file: `{"a": {"a": ...}}` 40,000 deep, under the 256 KB a config file
+    # may have, is no run's parameters; the declared default stands and the lint does not fail)
+    deep = '{"a":' * 40000 + "1" + "}" * 40000
+    assert len(deep) < 256_000
+    found = _codes(lint_tree(tmp_path, {"train.py": UNITER, "run.bash": UNITER_RUNS, "cfg/a.json": deep,
+                                        "cfg/b.json": '{"accum": 1, "lr": 0.2,}\n'}), "DDP805")
+    assert [f.location.line for f in found] == [_line(UNITER, "loss.backward()")]
