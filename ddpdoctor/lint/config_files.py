@@ -339,6 +339,34 @@ def launched_parameters(script: Path, given: dict, read: list) -> tuple[dict, di
     return {}, {}
 
 
+def config_file_settings(script: Path, named: object, read: list) -> Optional[dict[str, str]]:
+    """The settings of the file a configargparse option (`add_argument("-c", is_config_file=True,
+    default="config/base.conf")`) names, as configargparse's default parser reads it: one
+    `key = value`, `key: value` or `key value` a line, `#` and `;` comments and `[section]`
+    headers skipped, each value as written (quotes taken off). None where no such file is read."""
+    if not isinstance(named, str) or not named:
+        return None
+    found = next((f for base in (Path.cwd(), script.parent) for f in [_read_config(base / named, read)] if f), None)
+    if found is None:
+        return None
+    settings: dict[str, str] = {}
+    for line in found[1].splitlines()[:MAX_SETTING_LINES]:
+        line = line.strip()
+        if not line or line[0] in "#;[" or line.startswith("---"):
+            continue
+        parsed = _SETTING.match(line)
+        if parsed:
+            value = parsed.group(2).strip()
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+                value = value[1:-1]
+            settings[parsed.group(1).replace("-", "_")] = value
+    return settings
+
+
+MAX_SETTING_LINES = 2000  # a configargparse file's lines read
+_SETTING = re.compile(r"^([\w.-]+)\s*(?:[:=]\s*|\s+)(.*?)\s*(?:\s#.*)?$")
+
+
 def json_leaf_values(body: str) -> Optional[dict]:
     """The plain values (text, numbers, booleans, null) of a JSON object by their own key at any
     depth (MAX_JSON_DEPTH), as leaf_values reads a YAML file; a key given two different values

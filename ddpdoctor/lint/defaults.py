@@ -183,8 +183,10 @@ def option_value(node: ast.AST, program: Program) -> Any:
     if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id != "self"):
         return None
     defaults = program.option_defaults()
-    if node.attr not in defaults or _assigned(node.attr, program, node.value.id):
+    if node.attr not in defaults:
         return None
+    if _assigned(node.attr, program, node.value.id) and node.attr not in program.hand_set():
+        return None  # (set elsewhere too; set by hand once parsed is the value every run has)
     return defaults[node.attr]
 
 

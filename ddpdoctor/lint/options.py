@@ -39,6 +39,27 @@ def declared_options(files: list) -> dict[str, tuple[str, str]]:
     return found
 
 
+def config_file_options(files: list) -> list[tuple[str, object]]:
+    """(dest, its declared default) of configargparse's config-file options (`add_argument("-c",
+    "--config", is_config_file=True, default="config/base.conf")`): the file it names sets the
+    other options, over their declared defaults and under the command line."""
+    found = []
+    for source in files:
+        for node in source.of(ast.Call):
+            if last_name(node.func) in ("add_argument", "add") and node.args and any(
+                    k.arg in ("is_config_file", "is_config_file_arg") and isinstance(k.value, ast.Constant)
+                    and k.value.value is True for k in node.keywords):
+                flags = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+                dest = keyword(node, "dest")
+                first = next((f for f in flags if f.startswith("--")), flags[0] if flags else "")
+                name = dest.value if isinstance(dest, ast.Constant) and isinstance(dest.value, str) else \
+                    first.lstrip("-").replace("-", "_")
+                default = keyword(node, "default")
+                if name:
+                    found.append((name, default.value if isinstance(default, ast.Constant) else None))
+    return found
+
+
 def _declarations(files: list):
     """(dest, option strings, the default's node or None, required, switch action) of each
     option the files declare: each `add_argument` call (the dest is `dest=`, else the first

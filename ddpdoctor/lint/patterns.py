@@ -794,7 +794,8 @@ def loss_round_the_wrapper(program: Program, node: ast.AST, fn: Function) -> boo
     `criterion(pred, y)`), and from no call of the wrapper (`out = model(x)`, then
     `model.module.criterion(out, y)` is the loss of a DDP forward). Its backward all-reduces
     nothing. A value whose source is not seen proves nothing."""
-    values = _loss_values(program, node, fn)
+    # (a sum's starting `loss = 0.0` carries no graph: the terms added to it decide)
+    values = [v for v in _loss_values(program, node, fn) if v.__class__ is not ast.Constant]
     return bool(values) and all(_computed_round_the_wrapper(program, value, fn) for value in values)
 
 
@@ -816,10 +817,12 @@ def _computed_round_the_wrapper(program: Program, value: ast.AST, fn: Function, 
 
 def _loss_calls(program: Program, value: ast.AST, fn: Function) -> list[ast.Call]:
     """The calls a value is computed from outside `.detach()`, through what its names hold in fn
-    (five assignments back, tuple items too, and what a list name is appended: MemFlow's
+    (seven assignments back, tuple items too, and what a list name is appended: MemFlow's
     `preds.append(torch.stack(flow))` per frame, then `loss = loss_fn(torch.stack(preds), ...)`)."""
     calls, frontier, seen = [], [value], set()
-    for _ in range(5):  # (PRNet++'s `loss = total_loss` of a sum of `losses = criterion(model(x), y)` items)
+    # (PRNet++'s `loss = total_loss` of a sum of `losses = criterion(model(x), y)` items; SAM
+    # adapter's per-image `loss_ = bce_ + iou_` of masks read off the batch's outputs, summed)
+    for _ in range(7):
         found = []
         for expr in frontier:
             for sub in _undetached(expr):
@@ -920,10 +923,11 @@ def _wrapper_of(program: Program, call: ast.Call, fn: Function):
     receiver = call.func.value if isinstance(call.func, ast.Attribute) else call.func
     if not isinstance(receiver, ast.Name) and not (isinstance(receiver, ast.Attribute) and dotted(receiver)):
         return None
-    for value, scope in [(receiver, fn), *program.values_of(receiver, fn, 3)]:
+    held = _unwrapped_apart(program, receiver, fn) if receiver is call.func and isinstance(receiver, ast.Name) else []
+    for value, scope in [(receiver, fn), *program.values_of(receiver, fn, 3), *held]:
         inner = unwrapped_from(value)
         if inner is not None:
-            found = _ddp_held(program, inner, scope, call)
+            found = _ddp_held(program, inner, scope, call if scope is fn else value)
             if found is not None:
                 return found
     for node in fn.own_of(ast.Assign) if isinstance(receiver, ast.Name) else ():
@@ -949,6 +953,10 @@ def _round_the_wrapper(program: Program, call: ast.Call, fn: Function) -> bool:
     where the model is not the wrapper (DistributedDataParallel hands no method on to its module:
     there the model is the plain one)."""
     func = call.func
+    if isinstance(func, ast.Name):
+        # `raw = ddp.module; out = raw(x)`, or a helper handed `model = sam.module` (SAM
+        # adapter's trainer): the module's own forward
+        return bool(_unwrapped_apart(program, func, fn))
     if not isinstance(func, ast.Attribute):
         return False
     if _field_wrapped_elsewhere(program, call, fn) is not None:
@@ -1066,6 +1074,53 @@ def _unwrapped(program: Program, name: ast.Name, fn: Function, depth: int = 3) -
         if not frontier:
             return found
     return False
+
+
+def _unwrapped_apart(program: Program, name: ast.Name, fn: Function, depth: int = 3) -> list:
+    """The values of the module a wrapper holds (plain_module), each with its function, that the
+    name holds on every way where a wrapper is built: a value of another kind is bound only on a
+    side of a test whose other side binds the unwrapped one (`if opts.dist: model = ddp.module`
+    / `if not opts.dist: model = net`, the one-process run's model, which no wrapper holds).
+    [] where any other value may reach it (a value not seen proves nothing)."""
+    frontier, seen, found = [(name, fn)], set(), []
+    for _ in range(depth):
+        values = [(v, s) for node, scope in frontier for v, s in program.values_of(node, scope, 1) if v is not node]
+        if frontier and not values:
+            return []
+        unwrapped = [(v, s) for v, s in values if plain_module(program, v, s, 1)]
+        found += unwrapped
+        frontier = []
+        for value, where in values:
+            if any(value is v for v, _ in unwrapped):
+                continue
+            if any(s is where and _apart(where, value, v) for v, s in unwrapped):
+                continue  # (the other side of the test the unwrapping sits under)
+            if not isinstance(value, ast.Name):
+                return []
+            if (value.id, id(where)) not in seen:
+                seen.add((value.id, id(where)))
+                frontier.append((value, where))
+        if not frontier:
+            return found
+    return []
+
+
+def _apart(fn: Function, one: ast.AST, other: ast.AST) -> bool:
+    """Two nodes of fn sit on the two sides of one test (`if x:` / `if not x:`, or its `else:`)."""
+    a, b = _sides(fn, one), _sides(fn, other)
+    return any((test, not truth) in b for test, truth in a)
+
+
+def _sides(fn: Function, node: ast.AST) -> set:
+    """(the test as written without a leading `not`, the side) of each `if` around node in fn."""
+    found = set()
+    for _, _, owner, field in (reaching._path_to(fn.node, node) or ()) if fn.node is not None else ():
+        if owner.__class__ is ast.If and field in ("body", "orelse"):
+            test, truth = owner.test, field == "body"
+            while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+                test, truth = test.operand, not truth
+            found.add((text(test, 200), truth))
+    return found
 
 
 def plain_module(program: Program, value: ast.AST, fn: Function, depth: int) -> bool:

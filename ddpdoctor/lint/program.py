@@ -28,11 +28,11 @@ from typing import Iterator, Optional, Union
 from ddpdoctor.core.errors import UsageError
 from ddpdoctor.lint import defaults, patterns, reaching
 from ddpdoctor.lint.nodes import own_nodes, own_nodes_of, walk
-from ddpdoctor.lint.config_files import (LEFT_OUT, UNKNOWN_VALUE, Contested, config_values, elastic_launch_only,
-                                         multi_process_options,
+from ddpdoctor.lint.config_files import (LEFT_OUT, UNKNOWN_VALUE, Contested, config_file_settings, config_values,
+                                         elastic_launch_only, multi_process_options,
                                          hydra_main_config, launch_values, launched_parameters, leaf_values, named_config,
                                          module_names, named_values, yaml_beside)
-from ddpdoctor.lint.options import declared_options, option_defaults
+from ddpdoctor.lint.options import config_file_options, declared_options, option_defaults
 from ddpdoctor.lint.patterns import SELF_RETURNING, _dict_call_literal, dotted, last_name, name_pattern
 from ddpdoctor.lint.ranks import RankFlow
 from ddpdoctor.lint.receivers import library_made, sole_holder
@@ -216,6 +216,23 @@ class Module:
     # name -> [(the if test, full dotted name)] for a name a top-level if/elif chain imports on
     # several of its sides (`if opt.loss == "class": from train.cls import train` / `elif ...`)
     import_branches: dict[str, list] = field(default_factory=dict)
+
+
+def _a_parse(value: ast.AST) -> bool:
+    """`parser.parse_args()`, or `parser.parse_known_args()[0]`."""
+    if value.__class__ is ast.Subscript:
+        value = value.value
+    return value.__class__ is ast.Call and last_name(value.func) in ("parse_args", "parse_known_args")
+
+
+def _as_number(raw: str) -> object:
+    """A setting's text as the number it spells (`240000`, `8e-05`), else the text itself."""
+    for kind in (int, float):
+        try:
+            return kind(raw)
+        except ValueError:
+            continue
+    return raw
 
 
 def _forwards(call: ast.Call, spread: str) -> bool:
@@ -481,6 +498,10 @@ class Program:
             if klass.__class__ is Klass and klass not in live:
                 live.add(klass)
                 queue.extend(self._live_methods(klass))
+            elif klass.__class__ is Function and klass.parent is None and klass.cls is None:
+                # (a function the config names is called by name as well: SDF-Diffusion's
+                # `target: src.datasets.dataset32.build_dataloaders`, handed the config's params)
+                queue.append(klass)
         entry = _console_entry(self.modules[0]) if self.modules else None
         # the functions that run with no caller in the source: a console script's `main`, a
         # sacred `@ex.automain`
@@ -1612,10 +1633,20 @@ class Program:
                 # those local modules defines
                 if alias[0] == "*" and base != module.name and (base in self.by_name or base in self._waiting):
                     found = self.full_symbol(f"{base}.{name}", 2)
-                    if found is not None and found.__class__ is not Module:
+                    if found is not None and (found.__class__ is not Module or self._binds_submodule(base, found)):
                         stars[key] = found
                         break
         return stars[key]
+
+    def _binds_submodule(self, package: str, found: Module) -> bool:
+        """`from pkg.utils import *` hands out a submodule (`seed`, then `seed.seed_everything(...)`)
+        only where the package's own `__init__` imports it (`from .seed import *` binds
+        `pkg.utils.seed` as the package's attribute, and a star takes every public one); a
+        submodule nothing imported is no attribute yet."""
+        owner = self.by_name.get(package)
+        if owner is None or not found.name.startswith(package + "."):
+            return False
+        return any(full == found.name or full.startswith(found.name + ".") for full in owner.imports.values())
 
     def full_symbol(self, full: str, depth: int = 8, seen: Optional[set] = None
                     ) -> Optional[Union[Function, Klass, Module]]:
@@ -3120,6 +3151,10 @@ class Program:
                                                       for v in value)
                     else:
                         found[option] = value
+                # (a configargparse config file the run names: its settings over the declared
+                # defaults, under the command line - DEVO's `ddp = True` in config/DEVO_base.conf)
+                for key, value in self._config_file_settings(script, found, launched).items():
+                    found[key] = launched_from_files[key] = value
                 # (and under them, the plain values of the config file the run names)
                 config = self.__dict__["_named_config"] = named_config(script.path, found, script.hydra_configs)
                 if config is None:
@@ -3138,9 +3173,75 @@ class Program:
                 for key, values in differing.items():
                     if key not in launched:
                         contested.setdefault(key, values)
+            # (last, over everything: options the script sets by hand once parsed, `args =
+            # parser.parse_args()` then `args.accum_grad = 1` in its main block - Phenaki's)
+            for key, value in self.hand_set().items():
+                found[key] = value
+                self.__dict__.setdefault("_parameter_values", {})[key] = value
+                self.__dict__.get("_launched_values", {}).pop(key, None)
+                contested.pop(key, None)
             self.__dict__["_launch_candidates"] = contested
             self.__dict__["_option_defaults_seen"] = found
         return found
+
+    def hand_set(self) -> dict[str, object]:
+        """Options the script sets to a constant by hand once parsed, in its own top level or
+        `if __name__ == "__main__":` block: `args = parser.parse_args()`, then `args.dataset =
+        "second_stage"` before anything is handed `args` (what every run trains with, whatever
+        the command line said). Only where nothing else the lint reads sets that attribute to
+        another value (Program.attribute_constants). Read once."""
+        found = self.__dict__.get("_hand_set")
+        if found is not None:
+            return found
+        found = self.__dict__["_hand_set"] = {}
+        script = self.sources[0] if self.sources else None
+        if script is None or script.tree is None:
+            return found
+        blocks = [script.tree.body] + [s.body for s in script.tree.body if s.__class__ is ast.If
+                                       and "__main__" in patterns.text(s.test, 80)]
+        for block in blocks:
+            parsed: set = set()  # names bound to a parse, still not handed on
+            for stmt in block:
+                if stmt.__class__ is ast.Assign and len(stmt.targets) == 1:
+                    target, value = stmt.targets[0], stmt.value
+                    if target.__class__ is ast.Name and _a_parse(value):
+                        parsed.add(target.id)
+                        continue
+                    if target.__class__ is ast.Attribute and target.value.__class__ is ast.Name and \
+                            target.value.id in parsed and value.__class__ is ast.Constant:
+                        found[target.attr] = value.value
+                        continue
+                # (past a statement that hands the parsed name on, what it is set to next is not
+                # what that call saw)
+                parsed -= {n.id for n in walk(stmt) if n.__class__ is ast.Name}
+        for attr in list(found):
+            if self.attribute_constants(attr) != frozenset({found[attr]}):
+                del found[attr]
+        return found
+
+    def _config_file_settings(self, script, found: dict, launched: dict) -> dict[str, object]:
+        """The options the configargparse file the run names sets (config_files.config_file_settings),
+        each as the option takes it: a switch given `true` / `yes` / `1` is on (store_true), a
+        number as a number where the declared default is one; an option the command line gives
+        keeps that."""
+        settings: dict[str, object] = {}
+        declared = declared_options(self.files)
+        switches = {dest: action for dest, action in declared.values() if action}
+        dests = {dest for dest, _ in declared.values()}
+        for option, default in config_file_options(self.files):
+            named = launched.get(option, default)  # (`-c=config/x.conf` in the README, else the default)
+            for key, raw in (config_file_settings(script.path, named, script.hydra_configs) or {}).items():
+                if key not in dests or key in launched or key == option:
+                    continue
+                if key in switches:
+                    given = raw.lower() in ("true", "yes", "1")
+                    if given or raw.lower() in ("false", "no", "0"):
+                        settings[key] = (switches[key] == "store_true") == given
+                    continue
+                default = found.get(key)
+                settings[key] = _as_number(raw) if isinstance(default, (int, float)) and not isinstance(default, bool) \
+                    or default is None else raw
+        return settings
 
     def declared_defaults(self) -> dict[str, object]:
         """The options' defaults as the program's files declare them, whatever a launch gives."""

@@ -778,6 +778,34 @@ def _round_tripped(fn: Function, shared: set) -> set:
     return found
 
 
+def _read_back(program, fn: Function, shared: frozenset) -> dict[str, list[int]]:
+    """Lines where a name is bound anew to what a shared tensor says (`skip = flag_t.item() > 0`
+    after `dist.all_reduce(flag_t, op=MAX)`), in the block every distributed run takes (no `if`
+    around it, or only tests that hold wherever the run is distributed: `if dist.is_initialized():`,
+    whose other side is one process): a test below that line reads every rank's verdict. Kept
+    per function."""
+    found = fn.__dict__.get("_read_back")
+    if found is not None:
+        return found
+    found = fn.__dict__["_read_back"] = {}
+    if not shared or fn.node is None:
+        return found
+    for node in fn.own_of(ast.Assign):
+        if len(node.targets) != 1 or node.targets[0].__class__ is not ast.Name:
+            continue
+        read = {n.id for n in walk(node.value) if n.__class__ is ast.Name}
+        if not read or not read <= shared or node.targets[0].id in read:
+            continue
+        if not any(c.lineno < node.lineno and program.collective(c, fn) and read & {
+                n.id for a in c.args for n in walk(a) if n.__class__ is ast.Name} for c in fn.own_calls):
+            continue  # (read before the collective shared it: still the rank's own)
+        around = [owner for _, _, owner, field in reaching._path_to(fn.node, node) or ()
+                  if owner.__class__ is ast.If and not (field == "body" and program.ranks.distributed_run(owner.test, fn))]
+        if not around:
+            found.setdefault(node.targets[0].id, []).append(node.lineno)
+    return found
+
+
 def sharing_helper(program, call: ast.Call, fn: Function) -> str:
     """How a local function the call goes to makes a value every rank's: "in place" where its own
     body runs a collective that shares one (all_reduce, all_gather, broadcast; not a reduce to
@@ -2230,6 +2258,8 @@ def _tensor_values(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool
         names = {n.id for n in walk(value) if isinstance(n, ast.Name)}
         if names & apart and not _reduced_only_after(builder.program, fn, names & apart, stmt):
             continue  # all-reduced first: the same decision on every rank
+        if any(at < stmt.lineno for name in names for at in _read_back(builder.program, fn, shared).get(name, ())):
+            continue  # the flag read back from the shared tensor before the test
         if names and any(isinstance(c, ast.Call) and {n.id for a in c.args for n in walk(a) if isinstance(n, ast.Name)}
                          & names and sharing_helper(builder.program, c, fn) == "returned" for c in walk(stmt.test)):
             # `if not detector.check_loss(loss, step):` whose check all-reduces a flag made of the

@@ -768,7 +768,11 @@ class RankFlow:
                 return (found if test.body.value else found.negated()) if found is not None else None
             sides = [self.guard(test.body, fn, depth), self.guard(test.orelse, fn, depth)]
             # `get_rank() == 0 if is_dist() else True`: the constant is the not-distributed answer
-            if sum(1 for s in sides if s) == 1 and (self.uniform(test.test, fn) or _guards_receiver(test)) and \
+            # (or `(local_rank == 0) if local_rank != -1 else True`: the rank handed at all, as
+            # torch.distributed.launch hands it, against the option's one-process default)
+            if sum(1 for s in sides if s) == 1 and (self.uniform(test.test, fn) or _guards_receiver(test)
+                                                    or self._launched(test.test, fn)
+                                                    or self.single_process(test.test, fn)) and \
                     any(isinstance(side, ast.Constant) and isinstance(side.value, bool)
                         for side in (test.body, test.orelse)):
                 return replace(next(s for s in sides if s), text=text(test))
@@ -1667,10 +1671,11 @@ class RankFlow:
                 and not _negated_switch(inner)
         if isinstance(node, (ast.Name, ast.Attribute)) and _negated_switch(node) and self.uniform(node, fn):
             return True  # `if args.no_ddp:`
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq) and \
+                is_const(node.comparators[0], -1):
+            return self.is_rank(node.left, fn)  # local_rank == -1: launched without a launcher
         if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.comparators[0], ast.Constant):
             left, op, value = node.left, node.ops[0], node.comparators[0].value
-            if isinstance(op, ast.Eq) and value == -1:
-                return self.is_rank(left, fn)  # local_rank == -1: launched without a launcher
             if isinstance(op, ast.Is) and value is None:
                 # `self.dist_rank is None`: no rank was handed in, the one-process run (a rank
                 # known as such is an int wherever a process group is up)
@@ -1680,6 +1685,16 @@ class RankFlow:
                 return (isinstance(op, ast.Eq) and value == 1) or (isinstance(op, ast.LtE) and value == 1) \
                     or (isinstance(op, ast.Lt) and value == 2)
         return False
+
+    def _launched(self, node: ast.AST, fn: Function) -> bool:
+        """`local_rank != -1` (`>= 0`, `is not None`): a rank handed at all, single_process's
+        test the other way round."""
+        if not (isinstance(node, ast.Compare) and len(node.ops) == 1):
+            return False
+        op, value = node.ops[0], node.comparators[0]  # (`-1` is a minus sign on 1: is_const reads it)
+        launched = (isinstance(op, (ast.NotEq, ast.Gt)) and is_const(value, -1)) or \
+            (isinstance(op, ast.GtE) and is_const(value, 0)) or (isinstance(op, ast.IsNot) and is_const(value, None))
+        return launched and self.is_rank(node.left, fn)
 
     def distributed_run(self, node: ast.AST, fn: Function) -> bool:
         """The test holds wherever the run is distributed: `args.distributed`,

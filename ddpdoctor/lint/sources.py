@@ -665,7 +665,22 @@ def load_program(script: str, notes: Optional[list[str]] = None,
             # read when a rule asks for it, not the zoo)
             named = _config_named(files, path, roots)
             found = [f for f in (_config_module(n, roots, seen, texts) for n in named) if f is not None]
-            files.extend(found[:max(0, MAX_FILES - len(files))])
+            found = found[:max(0, MAX_FILES - len(files))]
+            files.extend(found)
+            # (but the modules their classes' bases come from are, with their own imports: a
+            # config-named `GEN3dTrainer(trainer.BaseTrainer)` runs its base's fit(); SDF-Diffusion)
+            for named_file in found:
+                for name, _ in _base_imports(named_file):
+                    place = where_is.setdefault(name, _candidates(name, roots))
+                    if place is None or place in seen or "site-packages" in place.parts or len(files) >= MAX_FILES:
+                        continue
+                    seen.add(place)
+                    try:
+                        base = _found(place, name, texts)
+                    except UsageError:
+                        continue
+                    files.append(base)
+                    queue.append(base)
             continue
         if len(files) >= MAX_FILES:
             break
@@ -773,6 +788,23 @@ def configured_key(call: ast.Call) -> tuple:
             (call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")) in IMPORTERS):
         return ()
     return tuple((patterns.dotted(call.args[0]) or "").split(".")[1:])
+
+
+_CLASS_BASES = re.compile(r"^class\s+\w+\s*\(([^)]*)\)", re.MULTILINE)
+
+
+def _base_imports(source: SourceFile) -> list[tuple[str, ast.AST]]:
+    """The module names (as _imported_names gives them) of the imports that bind a name a class
+    of the file derives from (`from src import trainer` for `class X(trainer.BaseTrainer)`)."""
+    body = source.text if source.text is not None else "\n".join(source.lines)
+    heads = {part.strip().split(".")[0].split("[")[0] for found in _CLASS_BASES.findall(body or "")
+             for part in found.split(",")}
+    heads.discard("")
+    binding = [node for node in source.imports
+               if any((a.asname or a.name.split(".")[0]) in heads for a in node.names)]
+    module = source.module or source.path.stem
+    return [(n.rstrip("."), w) for n, w in _imported_names(binding, module, source.path.name == "__init__.py")
+            if not n.endswith(".")]
 
 
 def _config_module(name: str, roots: list[Path], seen: set, texts: Optional[dict[Path, str]]) -> Optional[SourceFile]:
