@@ -16,7 +16,9 @@ def forward_round_the_wrapper(facts: LintFacts) -> list[Problem] | Skipped:
         the module a DistributedDataParallel wrapper holds, never through the wrapper:
         `model.module(x)`, `model.module.forward_features(x)`, a name bound to it
         (`model_without_ddp = model.module`, `getattr(model, "module", model)`,
-        `accelerator.unwrap_model(model)`), the model handed to `DDP(...)` under its own name
+        `accelerator.unwrap_model(model)`), called as it is (`raw = model.module; raw(x)`,
+        or a helper handed `model = wrapped.module` where the other value of `model` sits on the
+        one-process side of the same test: `if not args.dist: model = net`), the model handed to `DDP(...)` under its own name
         (`ddp = DDP(net)`, then `net.loss(batch)`), also inside a local helper whose every
         return is computed so (`pred = self._forward(model, batch)`). The wrapper must be
         seen to be DDP where the forward runs (a DataParallel's `.module` is not reported).

@@ -32,7 +32,9 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
           batch; also a loop of an FSDP model's forwards stopped on what they produced (a
           generation loop's `if not unfinished.any(): break` on each rank's sampled tokens: the
           rank that stops first strands the others in their next all-gather) (not where the test asks a check that all-reduces a flag made of the value and
-          answers from the reduced flag: every rank's verdict); also a side that stops the job
+          answers from the reduced flag: every rank's verdict, nor where the flag is read back
+          from its all_reduce before the test, `skip = flag.item() > 0` under `if
+          dist.is_initialized():`, whose other side is one process); also a side that stops the job
           on such a test after a collective of its own
           (`if not math.isfinite(loss.item()): dump(all_gather(x)); sys.exit(1)`: the others,
           in their backward, never join it); also a LightningModule's `training_step` returning None on such a test
