@@ -16,7 +16,7 @@ from ddpdoctor.lint.defaults import _assigned, config_settles, constructed_truth
 from ddpdoctor.lint.fact_builder import (_cond_false, _cond_true, _fn_loops, _loops, _single_process, _truth_by_constants,
                                           argument_at, given_constants, loc)
 from ddpdoctor.lint.nodes import children, walk
-from ddpdoctor.lint.patterns import HANDS_THE_LOSS, _loss_of, averages_gradients, backward_loss, launched_engine, dotted, fresh_model, is_const, keyword, last_name, loss_round_the_wrapper, plain_loss, text
+from ddpdoctor.lint.patterns import HANDS_THE_LOSS, _loss_of, averages_gradients, backward_loss, launched_engine, dotted, fresh_model, is_const, keyword, last_name, loss_round_the_wrapper, opposite_sides, plain_loss, text
 from ddpdoctor.lint.program import Function, Klass, Module
 
 
@@ -999,7 +999,7 @@ class AccumulationFacts:
                 forwards = [c for c in body if isinstance(c, ast.Call) and (text(c.func) == owner
                                                                            or self._forwards_in(c, fn, owner))
                             and c.lineno < node.lineno and id(c) not in quiet
-                            and not _exclusive(sides.get(id(c), ()), sides.get(id(node), ()))]
+                            and not opposite_sides(sides.get(id(c), ()), sides.get(id(node), ()))]
                 if forwards:
                     found.append(AccumulationFact(loc(fn, node), loc(fn, loop), loc(fn, forwards[0]),
                                                   "no_sync_after_forward"))
@@ -1778,11 +1778,6 @@ def _sides(loop: ast.AST) -> dict[int, tuple]:
     for stmt in loop.body:
         visit(stmt, ())
     return sides
-
-
-def _exclusive(a: tuple, b: tuple) -> bool:
-    """Two places on opposite sides of the same test (read twice, not changed between)."""
-    return any((test, not side) in b for test, side in a)
 
 
 def _no_sync_out_of_phase(fn: Function, loop: ast.AST, is_step) -> list[AccumulationFact]:

@@ -352,11 +352,13 @@ def config_file_settings(script: Path, named: object, read: list) -> Optional[di
     settings: dict[str, str] = {}
     for line in found[1].splitlines()[:MAX_SETTING_LINES]:
         line = line.strip()
-        if not line or line[0] in "#;[" or line.startswith("---"):
+        if not line or line[0] in "#;[" or line.startswith("---") or len(line) > MAX_SETTING_CHARS:
             continue
-        parsed = _SETTING.match(line)
+        parsed = _SETTING_KEY.match(line)
         if parsed:
-            value = parsed.group(2).strip()
+            # (the comment cut by a split, not a lazy pattern: one long line of spaces is no
+            # quadratic match)
+            value = re.split(r"\s#", line[parsed.end():], maxsplit=1)[0].strip()
             if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
                 value = value[1:-1]
             settings[parsed.group(1).replace("-", "_")] = value
@@ -364,7 +366,8 @@ def config_file_settings(script: Path, named: object, read: list) -> Optional[di
 
 
 MAX_SETTING_LINES = 2000  # a configargparse file's lines read
-_SETTING = re.compile(r"^([\w.-]+)\s*(?:[:=]\s*|\s+)(.*?)\s*(?:\s#.*)?$")
+MAX_SETTING_CHARS = 4096  # a longer line is no setting of an option
+_SETTING_KEY = re.compile(r"([\w.-]+)(?:\s*[:=]|\s)")
 
 
 def json_leaf_values(body: str) -> Optional[dict]:

@@ -1107,8 +1107,13 @@ def _unwrapped_apart(program: Program, name: ast.Name, fn: Function, depth: int 
 
 def _apart(fn: Function, one: ast.AST, other: ast.AST) -> bool:
     """Two nodes of fn sit on the two sides of one test (`if x:` / `if not x:`, or its `else:`)."""
-    a, b = _sides(fn, one), _sides(fn, other)
-    return any((test, not truth) in b for test, truth in a)
+    return opposite_sides(_sides(fn, one), _sides(fn, other))
+
+
+def opposite_sides(a, b) -> bool:
+    """Two places' (test text, side) sets share a test on opposite sides (read twice, not
+    changed between)."""
+    return any((test, not side) in b for test, side in a)
 
 
 def _sides(fn: Function, node: ast.AST) -> set:

@@ -441,3 +441,10 @@ def test_its_twin_saving_outside_the_flag_is_ddp806(tmp_path):
     script = MAIN_OR_ALONE.replace(" and is_main:", ":")
     found = _codes(lint_tree(tmp_path, {"train.py": script, "run.sh": LAUNCH}), "DDP806")
     assert [f.location.line for f in found] == [_line(script, "torch.save(")]
+
+
+def test_a_configargparse_file_with_one_huge_line_is_read_for_its_other_settings(tmp_path):
+    # (a line of 200,000 spaces once cost a pattern quadratic time: it is skipped, the rest read)
+    conf = CONF + "junk " + " " * 200_000 + "x\n"
+    found = _codes(lint_tree(tmp_path, {"train.py": CONF_SCRIPT, "config/base.conf": conf}), "DDP808")
+    assert [f.location.line for f in found] == [_line(CONF_SCRIPT, "sampler=DistributedSampler(ds)")]
