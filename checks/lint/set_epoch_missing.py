@@ -71,9 +71,12 @@ def set_epoch_missing(facts: LintFacts) -> list[Problem] | Skipped:
                          f"loader is iterated epoch after epoch, but set_epoch runs once, before any loop "
                          f"({sampler.set_epoch_once}): every epoch repeats the same order"),
                 hint=f"call {sampler.name}.set_epoch(epoch) at the start of each epoch, inside the epoch loop",
-                location=sampler.location,
+                # (at the lone call: the line to move into the loop)
+                location=sampler.set_epoch_once,
                 evidence={"sampler": sampler.name, "set_epoch": str(sampler.set_epoch_once), "constant": False,
-                          "once": True, "loader_location": str(sampler.loader) if sampler.loader else None}))
+                          "once": True, "loader_location": str(sampler.loader) if sampler.loader else None,
+                          "sampler_line": sampler.location.line if sampler.location.file == sampler.set_epoch_once.file
+                          else None}))
         elif getattr(sampler, "set_epoch_under", "") and sampler.across_epochs:
             problems.append(Problem(
                 message=(f"{sampler.name} (DistributedSampler at {sampler.location}) shuffles, and its "

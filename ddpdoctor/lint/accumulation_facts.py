@@ -16,7 +16,7 @@ from ddpdoctor.lint.defaults import _assigned, config_settles, constructed_truth
 from ddpdoctor.lint.fact_builder import (_cond_false, _cond_true, _fn_loops, _loops, _single_process, _truth_by_constants,
                                           argument_at, given_constants, loc)
 from ddpdoctor.lint.nodes import children, walk
-from ddpdoctor.lint.patterns import HANDS_THE_LOSS, _loss_of, averages_gradients, backward_loss, launched_engine, dotted, fresh_model, is_const, keyword, last_name, loss_round_the_wrapper, opposite_sides, plain_loss, text
+from ddpdoctor.lint.patterns import HANDS_THE_LOSS, _loss_of, averages_gradients, backward_loss, launched_engine, dotted, fresh_model, is_const, keyword, last_name, loss_round_the_wrapper, opposite_sides, plain_loss, tests_around, text
 from ddpdoctor.lint.program import Function, Klass, Module
 
 
@@ -983,7 +983,7 @@ class AccumulationFacts:
             inside = [c for stmt in node.body for c in walk(stmt) if isinstance(c, ast.Call)]
             # (on a side of a test the options never take: `if args.mode != "accum" or ...:
             # backward() else: with no_sync(): backward()` with --mode at its default)
-            if owners and any(self._option_truth(test, fn) is (not side) for test, side in _tests_around(loop, node)):
+            if owners and any(self._option_truth(test, fn) is (not side) for test, side in tests_around(loop, node)):
                 continue
             for owner in owners:
                 if any(text(c.func) == owner for c in inside) or not any(self._backward(c, fn) for c in inside):
@@ -1464,27 +1464,6 @@ def _counted_return_before_step(target: Function, steps_in) -> bool:
                        and any(dotted(n) in counted for n in walk(node.test) if isinstance(n, (ast.Name, ast.Attribute)))
                        for earlier in body[:index] for node in walk(earlier))
     return False
-
-
-def _tests_around(loop: ast.AST, node: ast.AST) -> list[tuple[ast.AST, bool]]:
-    """(test, side) of each `if` of the loop's body that holds node, outermost first (_sides
-    gives their texts for every node; this keeps the tests themselves, for one node)."""
-    def down(stmts: list, around: list) -> Optional[list]:
-        for stmt in stmts:
-            if stmt is node:
-                return around
-            if isinstance(stmt, ast.If):
-                for side, branch in ((True, stmt.body), (False, stmt.orelse)):
-                    found = down(branch, around + [(stmt.test, side)])
-                    if found is not None:
-                        return found
-            elif not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                found = down([c for f in ("body", "orelse", "finalbody") for c in getattr(stmt, f, [])]
-                             + [c for h in getattr(stmt, "handlers", []) for c in h.body], around)
-                if found is not None:
-                    return found
-        return None
-    return down(loop.body, []) or []
 
 
 def _is_backward(node: ast.AST) -> bool:

@@ -15,10 +15,10 @@ from ddpdoctor.lint import reaching
 from ddpdoctor.lint.defaults import declared_off, off_at_launch, option_value, runs_once_at_launch, three_valued
 from ddpdoctor.lint.nodes import parse_test as _test_of, walk
 from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_BUILT, DDP_FORWARD, fresh_model, fsdp_builder, plain_module, prepared_ddp, holds_no_ddp, dotted, grad_off_by, grad_switch, is_const, keyword, last_name,
-                                     ddp_model, text, through_grad_off)
+                                     ddp_model, tests_around, text, through_grad_off)
 from ddpdoctor.lint.program import Event, Function, Guard, Klass, Program, explicit_self
 from ddpdoctor.lint.ranks import NEGATED_SWITCH, UNIFORM_NAME, _on_self
-from ddpdoctor.lint.walker import COMMAND, exits
+from ddpdoctor.lint.walker import COMMAND, exits, side_conds
 from ddpdoctor.lint.value_flow import placement as _placement, unreturned_arguments
 
 
@@ -36,6 +36,8 @@ SINGLE = re.compile(r"^not (?![\w.]*multiprocessing_distributed$)[\w.]*(?:distri
                     # the `else:` of `if dist.is_initialized():` (HydraGNN), of `if dist.is_available()
                     # and dist.is_initialized():`: no process group there
                     r"|^not \(?(?:[\w.]*is_available\(\) and )?[\w.]*is_initialized\(\)\)?$"
+                    # and of a helper named for it (DeiT's `is_dist_avail_and_initialized()`)
+                    r"|^not (?:[\w.]*\.)?\w*dist\w*_initialized\(\)$"
                     # `local_rank == -1`: launched without a launcher (DensePhrases' evaluation);
                     # `global_rank == -1`, the copy set to -1 where no group is set up
                     r"|^[\w.]*rank == -1$|^[\w.]*rank < 0$"
@@ -623,7 +625,33 @@ class BuilderCore:
         # (a plain flag is not read so: `if args.do_train:` around the whole training, a
         # store_true, is the run launched, not one switched off - as save_facts reads such flags)
         return bool(self.every_way_in(fn, lambda conds, _caller: off_at_launch(
-            tuple((c, f) for c, f in conds if not f), self.program)))
+            tuple((c, f) for c, f in conds if not f), self.program))) or self._picked_off_at_launch(fn)
+
+    def _picked_off_at_launch(self, fn: Function) -> bool:
+        """Every call into fn is through a name its caller binds to fn only under a test the
+        options as launched make false - a store_true flag too - and to another function where
+        they hold (`if args.k400: loader_method = get_data_k400 ... else: loader_method =
+        get_data_ucf`, then `loader_method(...)`): the launch picks the other one. (A flag around
+        the call itself is the run the user asks for by name; a flag that picks among
+        alternatives is not.)"""
+        sites = self.callers().get(fn, [])
+        return bool(sites) and all(event.kind == "call" and event.node.__class__ is ast.Call and
+                                   self._bound_off_at_launch(caller, event.node.func, fn) for caller, event in sites)
+
+    def _bound_off_at_launch(self, caller: Function, func: ast.AST, target: Function) -> bool:
+        if func.__class__ is not ast.Name or isinstance(caller.node, ast.Module):
+            return False
+        program = self.program
+        bindings = [node for node in caller.own_of(ast.Assign) if len(node.targets) == 1
+                    and node.targets[0].__class__ is ast.Name and node.targets[0].id == func.id]
+        if len(bindings) < 2 or len(bindings) > 20:
+            return False
+        off = []
+        for node in bindings:
+            conds = tuple(c for test, side in tests_around(caller.node, node) for c in side_conds(test, side))
+            off.append(bool(conds) and bool(off_at_launch(conds, program)))
+        mine = [target in program.reference(node.value, caller) for node in bindings]
+        return any(mine) and all(o for o, m in zip(off, mine) if m) and any(not o for o, m in zip(off, mine) if not m)
 
     def never_run(self, fn: Function) -> bool:
         """Every way into fn passes a test the constants its caller gets settle false (`if not

@@ -1110,6 +1110,27 @@ def _apart(fn: Function, one: ast.AST, other: ast.AST) -> bool:
     return opposite_sides(_sides(fn, one), _sides(fn, other))
 
 
+def tests_around(root: ast.AST, node: ast.AST) -> list[tuple[ast.AST, bool]]:
+    """(test, side) of each `if` of root's body (a loop, a function) that holds the statement
+    node, outermost first: the tests themselves, for one statement (not a nested def's)."""
+    def down(stmts: list, around: list) -> Optional[list]:
+        for stmt in stmts:
+            if stmt is node:
+                return around
+            if isinstance(stmt, ast.If):
+                for side, branch in ((True, stmt.body), (False, stmt.orelse)):
+                    found = down(branch, around + [(stmt.test, side)])
+                    if found is not None:
+                        return found
+            elif not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                found = down([c for f in ("body", "orelse", "finalbody") for c in getattr(stmt, f, [])]
+                             + [c for h in getattr(stmt, "handlers", []) for c in h.body], around)
+                if found is not None:
+                    return found
+        return None
+    return down(root.body, []) or []
+
+
 def opposite_sides(a, b) -> bool:
     """Two places' (test text, side) sets share a test on opposite sides (read twice, not
     changed between)."""

@@ -1181,6 +1181,21 @@ class Program:
                         sites.setdefault(each, []).append((node, position, len(names)))
         return self._elements([(node, i, w, fn) for node, i, w in sites.get(name, ())])
 
+    def indexed(self, node: ast.Subscript, fn: Function) -> list[tuple[ast.AST, Function]]:
+        """What `helper()[i]` reads, for a constant i and a local helper (mmcv's
+        `get_dist_info()[0] == 0`): the i-th element of each tuple the helper returns, as
+        unpacked() reads `rank, _ = helper()`. Empty for anything else."""
+        call, key = node.value, node.slice
+        if call.__class__ is not ast.Call or key.__class__ is not ast.Constant or \
+                key.value.__class__ is not int or key.value < 0:
+            return []
+        out = []
+        for target in self.resolve(call.func, fn)[0]:
+            for ret in target.returned:
+                if isinstance(ret, (ast.Tuple, ast.List)) and len(ret.elts) > key.value:
+                    out.extend(self.values_of(ret.elts[key.value], target))
+        return out
+
     def unpacked_attribute(self, attr: str, fn: Function) -> list[tuple[ast.AST, Function]]:
         """What `self.<attr>` holds where a method of fn's class binds it by unpacking a call
         (`self.model, self.optimizer = self.loading()`, signdagc's Processor): that element of

@@ -392,6 +392,12 @@ class RankFlow:
             return True
         if self._init_rank_field(node, fn):
             return True
+        if node.__class__ is ast.Subscript and node.value.__class__ is ast.Call and depth > 0:
+            # `get_dist_info()[0]` (mmcv's helper returns `rank, world_size`, `0, 1` without a
+            # group): that element of what it returns, its fallback constants set aside
+            indexed = self.program.indexed(node, fn)
+            if indexed:
+                return self._ranks_but_fallbacks(indexed, depth - 1)
         if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and depth > 0 \
                 and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, int) \
                 and node.value.id in fn.params and not fn.bindings.get(node.value.id):

@@ -990,7 +990,7 @@ def _hydra_imports(script: SourceFile) -> list[tuple[str, ast.AST]]:
     framework's to call) though nothing imports it. (module name, the script's tree) pairs;
     the names are kept on the script (hydra_targets) for the reachability."""
     text = script.text if script.text is not None else "\n".join(script.lines)
-    if "instantiate" not in text and "get_class" not in text:
+    if "instantiate" not in text and "get_class" not in text and not _beside_instantiates(script):
         return []  # (`hydra.utils.get_class(cfg._target_)(cfg)` builds it too)
     found = _HYDRA_MAIN.search(text)
     if found is None and "hydra" in text:
@@ -1037,6 +1037,27 @@ def _hydra_imports(script: SourceFile) -> list[tuple[str, ast.AST]]:
         if module not in modules:
             modules.append(module)
     return [(m, where) for m in modules]
+
+
+def _beside_instantiates(script: SourceFile) -> bool:
+    """A module beside the script that it imports (`from utils import *`, BP-Net's Trainer)
+    calls Hydra's `instantiate`: the script's configs name what that module builds. Only
+    where the script itself is a Hydra app, and only its own folder's modules, each read
+    up to MAX_CONFIG_BYTES."""
+    if script.tree is None or "hydra" not in "\n".join(script.lines[:200]):
+        return False
+    names = {a.name.split(".")[0] for node in script.tree.body if isinstance(node, ast.Import) for a in node.names}
+    names |= {node.module.split(".")[0] for node in script.tree.body
+              if isinstance(node, ast.ImportFrom) and node.module and not node.level}
+    for name in sorted(names)[:50]:
+        path = script.path.parent / f"{name}.py"
+        try:
+            if path.is_file() and path.stat().st_size <= MAX_CONFIG_BYTES and \
+                    "instantiate(" in path.read_text(errors="replace"):
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def _bound_once(fn: ast.AST) -> dict:

@@ -80,8 +80,9 @@ def _added(stmts: list, values: dict, adders: dict, script: Path, cwd: Path, fou
             if value is not None and not os.path.isdir(value) and isinstance(each, ast.Constant) \
                     and isinstance(each.value, str):
                 # (a path spelt whole in the source, not one built here: `/home/me/proj`,
-                # `../../MyGazeProject`, the author's own checkout's place)
-                value = _checkout_of(tree, script)
+                # `../../MyGazeProject`, the author's own checkout's place, or a folder of it:
+                # `/home/me/byol-pytorch/utils`, the checkout's `utils/` here)
+                value = _folder_of_checkout(each.value, tree, script, cwd) or _checkout_of(tree, script)
             if value is not None and os.path.isdir(value) and not _installed(value):
                 found.append(Path(os.path.normpath(value)))
 
@@ -106,14 +107,37 @@ def _under_project_root(node: ast.AST, script: Path, cwd: Path) -> Optional[str]
     return next((str(b / sub) for b in bases if (b / sub).is_dir()), None)
 
 
+def _folder_of_checkout(spelt: str, tree: ast.Module, script: Path, cwd: Path) -> Optional[str]:
+    """`sys.path.append("/home/me/byol-pytorch/utils")` where this checkout holds `utils/` (in the
+    working directory or a few folders above the script): the author's folder, here, when it
+    holds a module the script imports (`from dataloader_v2 import ...`). Its last one or two
+    parts are matched, nearest first; None where no such folder holds one."""
+    parts = [p for p in Path(spelt).parts if p not in ("/", "", ".", "..")]
+    wanted = _imported_heads(tree)
+    for tail in (parts[-2:], parts[-1:]):
+        if not tail or (len(tail) == 2 and len(parts) < 2):
+            continue
+        for base in [cwd, *list(script.parents)[:4]]:
+            folder = base.joinpath(*tail)
+            if folder.is_dir() and any((folder / f"{h}.py").is_file() or (folder / h / "__init__.py").is_file()
+                                       for h in wanted):
+                return str(folder)
+    return None
+
+
+def _imported_heads(tree: ast.Module) -> set[str]:
+    """The first part of every absolute import the module makes."""
+    heads = {a.name.split(".")[0] for node in walk(tree) if isinstance(node, ast.Import) for a in node.names}
+    return heads | {node.module.split(".")[0] for node in walk(tree)
+                    if isinstance(node, ast.ImportFrom) and node.module and not node.level}
+
+
 def _checkout_of(tree: ast.Module, script: Path) -> Optional[str]:
     """`sys.path.append('/home/me/projects/gazex')` (or `'../../MyGazeProject'`): a folder of the
     author's machine that is not here. Such a path names the author's checkout, which the script
     sits in: the nearest of the few folders above the script that holds the packages the script
     (its tree, already read) imports from it (a folder of its own `import utils.io` finds), or None."""
-    heads = {a.name.split(".")[0] for node in walk(tree) if isinstance(node, ast.Import) for a in node.names}
-    heads |= {node.module.split(".")[0] for node in walk(tree)
-              if isinstance(node, ast.ImportFrom) and node.module and not node.level}
+    heads = _imported_heads(tree)
     # (the names the script's own folder does not hold: those the author's root provides)
     wanted = {h for h in heads if not (script.parent / h).exists() and not (script.parent / f"{h}.py").exists()}
     for folder in list(script.parents)[1:4]:

@@ -20,7 +20,11 @@ def propose(finding: Finding, parsed: Parsed) -> list[Proposal]:
     name = str(finding.evidence.get("sampler") or "")
     if finding.evidence.get("constant"):
         return [_constant(finding, parsed)]
-    edits = [insert(parsed, finding.location.line, name)]
+    if finding.evidence.get("once") and finding.evidence.get("sampler_line") is None:
+        raise NoFix("the sampler is made in another file than its lone set_epoch call")
+    # (the sampler's line where the finding points at its lone set_epoch call)
+    made_at = finding.evidence.get("sampler_line") or finding.location.line
+    edits = [insert(parsed, int(made_at), name)]
     return [(edits, f"call {name}.set_epoch(<epoch>) at the top of the epoch loop")]
 
 
