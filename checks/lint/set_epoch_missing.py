@@ -25,7 +25,8 @@ def set_epoch_missing(facts: LintFacts) -> list[Problem] | Skipped:
         in one loop while another loop beside it reads the loader pass after pass (a warm-up's
         epochs before the epoch loop that sets it), or calls it only
         once, before any loop (`sampler.set_epoch(start_epoch - 1)` above the epoch loop: the
-        order it fixes is every epoch's). A loader an ignite Engine runs
+        order it fixes is every epoch's; the finding points at that lone call, the line to
+        move into the loop). A loader an ignite Engine runs
         (`trainer.run(train_loader, max_epochs=n)`) is read epoch after epoch: the Engine
         sets no sampler's epoch itself (an `Events.EPOCH_STARTED` handler does). Not an evaluation
         loader's: one no backward reads, its loops running with gradients off, or built by
