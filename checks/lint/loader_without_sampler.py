@@ -70,7 +70,8 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
         options come from `**kwargs`, or whose dataset is handed to a framework that shards it
         (`deepspeed.initialize(training_data=...)`), is not judged, nor one built on the
         branch where the process group is never set up (`else:` of `if opt["dist"]:`, or of
-        `if is_dist_avail_and_initialized():`, DeiT's helper named for `dist.is_initialized()`, or
+        `if is_dist_avail_and_initialized():`, a helper true exactly past its `if not
+        dist.is_initialized(): return False` guards, whatever its name, or
         past `if is_distributed(): raise NotImplementedError(...)`, there or in a caller), nor
         one a builder returns into a name no caller reads, nor one on the side of a builder's
         `if world_size > 0:` that only the calls leaving that parameter at its default (-1)

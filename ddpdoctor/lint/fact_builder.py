@@ -36,8 +36,6 @@ SINGLE = re.compile(r"^not (?![\w.]*multiprocessing_distributed$)[\w.]*(?:distri
                     # the `else:` of `if dist.is_initialized():` (HydraGNN), of `if dist.is_available()
                     # and dist.is_initialized():`: no process group there
                     r"|^not \(?(?:[\w.]*is_available\(\) and )?[\w.]*is_initialized\(\)\)?$"
-                    # and of a helper named for it (DeiT's `is_dist_avail_and_initialized()`)
-                    r"|^not (?:[\w.]*\.)?\w*dist\w*_initialized\(\)$"
                     # `local_rank == -1`: launched without a launcher (DensePhrases' evaluation);
                     # `global_rank == -1`, the copy set to -1 where no group is set up
                     r"|^[\w.]*rank == -1$|^[\w.]*rank < 0$"
@@ -238,9 +236,28 @@ class BuilderCore:
             return True
         targets = self.program.resolve(call.func, fn)[0]
         return bool(targets) and all(
-            t.node is not None and not isinstance(t.node, ast.Module) and t.returned and all(
-                self._asks_the_group(r, t) for r in t.returned)
+            t.node is not None and not isinstance(t.node, ast.Module) and t.returned and (all(
+                self._asks_the_group(r, t) for r in t.returned) or self._true_past_group_guards(t))
             for t in targets)
+
+    def _true_past_group_guards(self, fn: Function) -> bool:
+        """`if not dist.is_available(): return False` / `if not dist.is_initialized(): return
+        False` / `return True` (DeiT's `is_dist_avail_and_initialized`): true exactly where the
+        process group is set up, however the helper is named."""
+        body = [s for s in fn.node.body if not (s.__class__ is ast.Expr and isinstance(s.value, ast.Constant))]
+        if len(body) < 2 or body[-1].__class__ is not ast.Return or not is_const(body[-1].value, True):
+            return False
+        asks = []
+        for stmt in body[:-1]:
+            if not (stmt.__class__ is ast.If and not stmt.orelse and len(stmt.body) == 1
+                    and stmt.body[0].__class__ is ast.Return and is_const(stmt.body[0].value, False)
+                    and stmt.test.__class__ is ast.UnaryOp and stmt.test.op.__class__ is ast.Not
+                    and stmt.test.operand.__class__ is ast.Call and not stmt.test.operand.args):
+                return False
+            asks.append((self.program.qualify(stmt.test.operand.func, fn) or "").rpartition(".")[2]
+                        if (self.program.qualify(stmt.test.operand.func, fn) or "").startswith("torch.distributed.")
+                        else "")
+        return "is_initialized" in asks and all(a in ("is_available", "is_initialized") for a in asks)
 
     def _asks_the_group(self, returned: ast.AST, fn: Function) -> bool:
         """`dist.is_initialized()`, or `dist.is_available() and dist.is_initialized()`."""

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 from ddpdoctor.lint.fix.plan import lint_texts, plan
 from tests.unit.test_lint_session39_shapes import lint_tree
 from tests.unit.test_lint_session61_shapes import _codes, _line
 
-# -------------------------------------------------- the else of a helper named for is_initialized
-# DeiT's `is_dist_avail_and_initialized()` picks the sampler; its `else:` is the run without a
-# process group, where a shuffling loader without a sampler is right
+# -------------------------------------------------- the else of a helper true past group guards
+# DeiT's `is_dist_avail_and_initialized()` (`if not dist.is_initialized(): return False` ...
+# `return True`) picks the sampler; its `else:` is the run without a process group, where a
+# shuffling loader without a sampler is right
 HELPER_SIDE = """import torch
 import torch.distributed as dist
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
@@ -48,8 +51,10 @@ main()
 """
 
 
-def test_the_else_of_a_helper_named_for_is_initialized_is_the_one_process_run(tmp_path):
-    script = HELPER_SIDE.replace("TEST", "is_dist_avail_and_initialized()")
+@pytest.mark.parametrize("name", ["is_dist_avail_and_initialized", "group_ready"])
+def test_the_else_of_a_helper_true_past_group_guards_is_the_one_process_run(tmp_path, name):
+    # (read from its body, whatever it is called)
+    script = HELPER_SIDE.replace("TEST", f"{name}()").replace("def is_dist_avail_and_initialized", f"def {name}")
     assert _codes(lint_tree(tmp_path, {"train.py": script}), "DDP802") == []
 
 
