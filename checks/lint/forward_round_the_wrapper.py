@@ -15,7 +15,8 @@ def forward_round_the_wrapper(facts: LintFacts) -> list[Problem] | Skipped:
         `accelerator.backward(loss)`) of a loss that the training step computed only through
         the module a DistributedDataParallel wrapper holds, never through the wrapper:
         `model.module(x)`, `model.module.forward_features(x)`, a name bound to it
-        (`model_without_ddp = model.module`, `getattr(model, "module", model)`,
+        (`model_without_ddp = model.module`, a trainer's field `self.model = model.module`
+        set in `__init__` from the wrapper it is handed, `getattr(model, "module", model)`,
         `accelerator.unwrap_model(model)`), called as it is (`raw = model.module; raw(x)`,
         or a helper handed `model = wrapped.module` where the other value of `model` sits on the
         one-process side of the same test: `if not args.dist: model = net`), the model handed to `DDP(...)` under its own name

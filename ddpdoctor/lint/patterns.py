@@ -921,9 +921,12 @@ def _wrapper_of(program: Program, call: ast.Call, fn: Function):
             return _ddp_held(program, node.value, fn, call)
         node = node.value
     receiver = call.func.value if isinstance(call.func, ast.Attribute) else call.func
+    # (`self.model(x)` with `self.model = model.module`: the field's values, as a name's)
+    field = _unwrapped_apart(program, call.func, fn) if _self_field(call.func) else []
     if not isinstance(receiver, ast.Name) and not (isinstance(receiver, ast.Attribute) and dotted(receiver)):
         return None
-    held = _unwrapped_apart(program, receiver, fn) if receiver is call.func and isinstance(receiver, ast.Name) else []
+    held = field or (_unwrapped_apart(program, receiver, fn) if receiver is call.func and isinstance(receiver, ast.Name)
+                     else [])
     for value, scope in [(receiver, fn), *program.values_of(receiver, fn, 3), *held]:
         inner = unwrapped_from(value)
         if inner is not None:
@@ -961,6 +964,10 @@ def _round_the_wrapper(program: Program, call: ast.Call, fn: Function) -> bool:
         return False
     if _field_wrapped_elsewhere(program, call, fn) is not None:
         return True
+    if _self_field(func) and _unwrapped_apart(program, func, fn):
+        # `self.model = model.module` in the trainer's `__init__`, then `self.model(x)` in its
+        # step (a brain-MRI trainer handed the DDP model): the module's own forward
+        return True
     if func.attr in ("forward", "__call__"):
         # `model.module.forward(x)` goes round it all the same; `model.forward(x)` is DDP's forward
         return isinstance(func.value, ast.Attribute) and func.value.attr == "module"
@@ -974,6 +981,11 @@ def _round_the_wrapper(program: Program, call: ast.Call, fn: Function) -> bool:
                                                or _unwrapped(program, receiver, fn)
                                                or _handed_into_wrapper(program, receiver, fn)
                                                or _module_once_wrapped(program, receiver, fn))
+
+
+def _self_field(node: ast.AST) -> bool:
+    """`self.model`: a field of the object itself, one attribute deep."""
+    return node.__class__ is ast.Attribute and node.value.__class__ is ast.Name and node.value.id == "self"
 
 
 def _field_wrapped_elsewhere(program: Program, call: ast.Call, fn: Function):

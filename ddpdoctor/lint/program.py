@@ -2527,6 +2527,11 @@ class Program:
                         continue
                     if entry.__class__ is ast.Name or entry.__class__ is ast.Attribute:
                         symbol = self._callee_symbol(entry, scope)
+                        if symbol.__class__ is Function and path is not None and len(path) > level:
+                            # (`LOADERS["video"] = video_loader` beside `LOADERS["msrvtt"] = {...}`,
+                            # read as `LOADERS[kind]["test"](args)`: a function is no table to
+                            # subscript again, so it is not what that read calls)
+                            continue
                         if symbol.__class__ is Function or symbol.__class__ is Klass:
                             found.append(symbol)
                 if table.__class__ is ast.Name:

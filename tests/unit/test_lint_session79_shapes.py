@@ -325,3 +325,104 @@ def test_a_lone_set_epoch_in_a_helper_is_pointed_at_and_fixed_where_the_sampler_
     quiet = textwrap.dedent(fixes.new[path.resolve()])
     path.write_text(quiet)
     assert [f for f in lint_texts(str(path), {}, set())[0] if f.code == "DDP804"] == []
+
+
+# -------------------------------------------------- a function in a table read two keys deep
+# `LOADERS["video"] = video_loader` beside `LOADERS["clips"] = {"train": ..., "test": ...}`, read
+# as `LOADERS[kind]["test"](args)`: a function is no table to subscript again, so the plain
+# loader it builds is not what that read calls
+TABLE = """import argparse
+import torch
+import torch.distributed as dist
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+
+def clips_train(args):
+    ds = TensorDataset(torch.randn(64, 4))
+    return DataLoader(ds, batch_size=8, sampler=DistributedSampler(ds, shuffle=True))
+
+
+def clips_test(args):
+    ds = TensorDataset(torch.randn(16, 4))
+    return DataLoader(ds, batch_size=8, sampler=DistributedSampler(ds, shuffle=False))
+
+
+def video_loader(args):
+    ds = TensorDataset(torch.randn(16, 4))
+    return DataLoader(ds, batch_size=8, shuffle=True)
+
+
+LOADERS = {}
+LOADERS["clips"] = {"train": clips_train, "test": clips_test}
+LOADERS["video"] = video_loader
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--kind", default="clips")
+    args = parser.parse_args()
+    dist.init_process_group("gloo")
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1))
+    train = READ
+    test = LOADERS[args.kind]["test"](args)
+    for epoch in range(3):
+        for (x,) in train:
+            model(x).sum().backward()
+        for (x,) in test:
+            model(x)
+
+
+main()
+"""
+
+
+def test_a_function_in_a_table_is_not_what_a_two_key_read_calls(tmp_path):
+    script = TABLE.replace("READ", 'LOADERS[args.kind]["train"](args)')
+    assert _codes(lint_tree(tmp_path, {"train.py": script}), "DDP802") == []
+
+
+def test_its_twin_a_one_key_read_calls_it(tmp_path):
+    script = TABLE.replace("READ", 'LOADERS["video"](args)')
+    found = _codes(lint_tree(tmp_path, {"train.py": script}), "DDP802")
+    assert [f.location.line for f in found] == [_line(script, "return DataLoader(ds, batch_size=8, shuffle=True)")]
+
+
+# -------------------------------------------------- a trainer's field set to the wrapper's module
+# `self.model = model.module` in `__init__` (handed the DDP model), then `self.model(x)` in its
+# step: the module's own forward, whose backward all-reduces nothing
+FIELD = """import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class Trainer:
+    def __init__(self, model, opt):
+        self.model = HELD
+        self.opt = opt
+
+    def train(self, batches):
+        for x in batches:
+            self.opt.zero_grad()
+            loss = self.model(x).pow(2).mean()
+            loss.backward()
+            self.opt.step()
+
+
+def main():
+    dist.init_process_group("gloo")
+    model = DDP(torch.nn.Linear(4, 1))
+    Trainer(model, torch.optim.SGD(model.parameters(), lr=0.1)).train([torch.randn(2, 4)] * 5)
+
+
+main()
+"""
+
+
+def test_a_field_holding_the_wrappers_module_called_in_the_step_is_ddp810(tmp_path):
+    script = FIELD.replace("HELD", "model.module")
+    found = _codes(lint_tree(tmp_path, {"train.py": script}), "DDP810")
+    assert [f.location.line for f in found] == [_line(script, "loss.backward()")]
+
+
+def test_its_twin_a_field_holding_the_wrapper_stays_quiet(tmp_path):
+    assert _codes(lint_tree(tmp_path, {"train.py": FIELD.replace("HELD", "model")}), "DDP810") == []
