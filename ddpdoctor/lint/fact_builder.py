@@ -254,9 +254,8 @@ class BuilderCore:
                     and stmt.test.__class__ is ast.UnaryOp and stmt.test.op.__class__ is ast.Not
                     and stmt.test.operand.__class__ is ast.Call and not stmt.test.operand.args):
                 return False
-            asks.append((self.program.qualify(stmt.test.operand.func, fn) or "").rpartition(".")[2]
-                        if (self.program.qualify(stmt.test.operand.func, fn) or "").startswith("torch.distributed.")
-                        else "")
+            asked = self.program.qualify(stmt.test.operand.func, fn) or ""
+            asks.append(asked.rpartition(".")[2] if asked.startswith("torch.distributed.") else "")
         return "is_initialized" in asks and all(a in ("is_available", "is_initialized") for a in asks)
 
     def _asks_the_group(self, returned: ast.AST, fn: Function) -> bool:
@@ -656,6 +655,8 @@ class BuilderCore:
                                    self._bound_off_at_launch(caller, event.node.func, fn) for caller, event in sites)
 
     def _bound_off_at_launch(self, caller: Function, func: ast.AST, target: Function) -> bool:
+        """The name called binds target only under tests the launch makes false, and something
+        else on a side it takes (a few bindings at most: a table built by hand is not a pick)."""
         if func.__class__ is not ast.Name or isinstance(caller.node, ast.Module):
             return False
         program = self.program
