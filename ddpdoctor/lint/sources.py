@@ -26,7 +26,7 @@ from ddpdoctor.lint import patterns
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.config_files import (MAX_CONFIG_BYTES, config_files, config_values, module_names, named_in_configs,
                                          yaml_beside)
-from ddpdoctor.lint.syspath import added_roots
+from ddpdoctor.lint.syspath import added_roots, imported_heads
 
 MAX_FILES = 200  # a "script" importing more local files than this is a package, not a script
 MAX_BYTES = 4_000_000  # per file
@@ -1046,10 +1046,7 @@ def _beside_instantiates(script: SourceFile) -> bool:
     up to MAX_CONFIG_BYTES."""
     if script.tree is None or "hydra" not in "\n".join(script.lines[:200]):
         return False
-    names = {a.name.split(".")[0] for node in script.tree.body if isinstance(node, ast.Import) for a in node.names}
-    names |= {node.module.split(".")[0] for node in script.tree.body
-              if isinstance(node, ast.ImportFrom) and node.module and not node.level}
-    for name in sorted(names)[:50]:
+    for name in sorted(imported_heads(script.tree))[:50]:
         path = script.path.parent / f"{name}.py"
         try:
             if path.is_file() and path.stat().st_size <= MAX_CONFIG_BYTES and \

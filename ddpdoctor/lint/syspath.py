@@ -113,7 +113,7 @@ def _folder_of_checkout(spelt: str, tree: ast.Module, script: Path, cwd: Path) -
     holds a module the script imports (`from dataloader_v2 import ...`). Its last one or two
     parts are matched, nearest first; None where no such folder holds one."""
     parts = [p for p in Path(spelt).parts if p not in ("/", "", ".", "..")]
-    wanted = _imported_heads(tree)
+    wanted = imported_heads(tree)
     for tail in (parts[-2:], parts[-1:]):
         if not tail or (len(tail) == 2 and len(parts) < 2):
             continue
@@ -125,7 +125,7 @@ def _folder_of_checkout(spelt: str, tree: ast.Module, script: Path, cwd: Path) -
     return None
 
 
-def _imported_heads(tree: ast.Module) -> set[str]:
+def imported_heads(tree: ast.Module) -> set[str]:
     """The first part of every absolute import the module makes."""
     heads = {a.name.split(".")[0] for node in walk(tree) if isinstance(node, ast.Import) for a in node.names}
     return heads | {node.module.split(".")[0] for node in walk(tree)
@@ -137,7 +137,7 @@ def _checkout_of(tree: ast.Module, script: Path) -> Optional[str]:
     author's machine that is not here. Such a path names the author's checkout, which the script
     sits in: the nearest of the few folders above the script that holds the packages the script
     (its tree, already read) imports from it (a folder of its own `import utils.io` finds), or None."""
-    heads = _imported_heads(tree)
+    heads = imported_heads(tree)
     # (the names the script's own folder does not hold: those the author's root provides)
     wanted = {h for h in heads if not (script.parent / h).exists() and not (script.parent / f"{h}.py").exists()}
     for folder in list(script.parents)[1:4]:
