@@ -63,7 +63,11 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
         (a loss scaler's `__call__`) or the helper backpropagates on two sides of a switch;
         where the loop itself backpropagates on several sides (`if args.fp16: scaler.scale(
         loss).backward() ... else: loss.backward()`), at the side the options' defaults take.
-        `no_sync` wraps the loop's call either way, forward included. The step's period is read
+        `no_sync` wraps the loop's call either way, forward included; for a `no_sync` entered
+        after the forward (also a forward a helper handed the model runs, `loss = compute(model,
+        x)`), at the backward the context holds, the message naming where it is entered. A loop
+        only mp.spawn's launcher runs beside its ranks, where the ranks alone join a process
+        group, syncs nothing and is not reported. The step's period is read
         from any step the loop takes (an engine's `model.step()` on one side, a loss scaler's
         `update_grad=(i + 1) % update_freq == 0` on the other): `--update_freq 1` in every launch
         accumulates nothing (the launches are the shell scripts and README command blocks beside
@@ -166,9 +170,9 @@ _MISPLACED = [
      "set model.require_backward_grad_sync before the forward (or wrap the forward and backward "
      "in `with model.no_sync():` on all but the last micro-step)", "forward"),
     ("no_sync_after_forward",
-     "`{context}` is entered at {backward}, after the forward at {step}: DDP decides in the forward whether "
-     "the backward all-reduces, so the context around the backward alone changes nothing - every "
-     "micro-step still all-reduces",
+     "`{context}` is entered at {entered}, after the forward at {step}: DDP decides in the forward whether "
+     "the backward all-reduces, so the context around the backward at {backward} alone changes nothing - "
+     "every micro-step still all-reduces",
      "put the forward inside `{context}` with the backward (all but the last micro-step)", "forward"),
     ("no_sync_on_step",
      "no_sync at {backward} is on for a micro-step on which the optimizer steps ({step}): that micro-step's "
@@ -219,9 +223,11 @@ def _misplaced(accumulations: list, context: str = "no_sync()") -> list[Problem]
     """The findings of _MISPLACED's shapes among the loops' facts (context: the no_sync as the
     script spells it)."""
     return [Problem(
-        message=message.format(backward=acc.backward, step=acc.step, context=context),
+        message=message.format(backward=acc.backward, step=acc.step, context=context,
+                               entered=acc.entered or acc.backward),
         hint=hint.format(context=context), location=acc.backward,
-        evidence={"loop": str(acc.loop), key: str(acc.step), "pattern": acc.pattern},
+        evidence={"loop": str(acc.loop), key: str(acc.step), "pattern": acc.pattern,
+                  **({"entered": str(acc.entered)} if acc.entered else {})},
     ) for pattern, message, hint, key in _MISPLACED for acc in accumulations if acc.pattern == pattern]
 
 

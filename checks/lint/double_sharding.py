@@ -33,7 +33,10 @@ def double_sharding(facts: LintFacts) -> list[Problem] | Skipped:
         constructor, `random_split(ds, [a, b])` with no generator, `random.shuffle(files)`, a
         Hugging Face `ds.train_test_split(test_size=...)` with no seed=) in a script that seeds
         nothing, or seeds each process with its rank (`torch.manual_seed(args.seed + rank)`
-        before the split) - not a draw under a test the dataset's construction makes false
+        before the split) - not a draw under a test the dataset's construction makes false,
+        nor one right after the function seeds that stream itself with no rank in the seed
+        (`np.random.seed(seed); np.random.shuffle(order)`: a class order every rank draws alike),
+        nor a rank only in a folder a call writes in (`from_pretrained(m, cache_dir=f"c_{rank}")`)
         (`if max_samples > 0:` with the builder's `max_samples=0` left at its default): each process draws its own, so the ranks shard different
         datasets (reported once per draw, at the training loader's sampler; for a dataset
         handed to a transformers Trainer, which shards it itself, at the Trainer(...) call).

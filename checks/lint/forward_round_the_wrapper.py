@@ -21,7 +21,11 @@ def forward_round_the_wrapper(facts: LintFacts) -> list[Problem] | Skipped:
         or a helper handed `model = wrapped.module` where the other value of `model` sits on the
         one-process side of the same test: `if not args.dist: model = net`), the model handed to `DDP(...)` under its own name
         (`ddp = DDP(net)`, then `net.loss(batch)`), also inside a local helper whose every
-        return is computed so (`pred = self._forward(model, batch)`). The wrapper must be
+        return is computed so (`pred = self._forward(model, batch)`); and, as a warning naming
+        the test, a helper that computes the loss round the wrapper on one side of a test of its
+        own and through it on the other (`if not self.rl_stage: out = self.model(x)` ... `else:
+        seq, logp = self.model.module.decode(x)`, a self-critical stage switched on at run
+        time), the way by way binding of the name it returns read. The wrapper must be
         seen to be DDP where the forward runs (a DataParallel's `.module` is not reported).
         Not reported: a loss where any part goes through the wrapper's own forward in the
         same step (`out = model(x)`, then `model.module.criterion(out, y)`), a forward with
@@ -50,8 +54,12 @@ def forward_round_the_wrapper(facts: LintFacts) -> list[Problem] | Skipped:
         return Skipped("no DistributedDataParallel model is built")
     problems = []
     for found in facts.bypassed:
+        # (one side of a helper's test: the run takes it where that test goes so - a stage the
+        # options or the epoch switch on; the finding rests on it)
+        side = f"where `{found.test}` is {'true' if found.side else 'false'}: " if found.test else ""
         problems.append(Problem(
-            message=(f"the backward at {found.location} runs on a loss computed by {found.forward} at "
+            severity=Severity.WARNING if found.test else None,
+            message=side + (f"the backward at {found.location} runs on a loss computed by {found.forward} at "
                      f"{found.forward_at}, which calls the module inside the DDP(...) at {found.wrapper_at} "
                      "instead of the wrapper: DDP never prepares its reducer, so this backward all-reduces "
                      "no gradient and each rank steps on its own"),
@@ -59,5 +67,6 @@ def forward_round_the_wrapper(facts: LintFacts) -> list[Problem] | Skipped:
                  "evaluation, or all-reduce the gradients yourself after the backward",
             location=found.location,
             evidence={"forward": found.forward, "forward_location": str(found.forward_at),
-                      "wrapper_location": str(found.wrapper_at)}))
+                      "wrapper_location": str(found.wrapper_at),
+                      **({"test": found.test, "side": found.side} if found.test else {})}))
     return problems

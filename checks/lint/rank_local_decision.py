@@ -72,7 +72,8 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
           an error where that test is how the run stops - a step
           count the pass steps up (also `==` on one that takes every value, `step = epoch *
           n + i + 1`), `epoch - best_epoch > patience` with `best_epoch = epoch` on
-          the improving pass, or a stopper object whose own method counts the passes without
+          the improving pass, or a stopper object (a name, or a field of the trainer:
+          `self.early_stopping.early_stop`) whose own method counts the passes without
           improvement to its patience, `self.counter += 1; if self.counter >= self.patience:
           self.early_stop = True`, then `if stopper.early_stop: break`: any run that stops
           improving takes it);

@@ -67,6 +67,8 @@ class AccumulationFact:
     # LightningModule subclass): where the script also builds a framework's trainer, its own
     # loop with its own DDP model is still the script's to sync
     own_loop: bool = False
+    # "no_sync_after_forward": where the context that holds the backward is entered
+    entered: Optional[Location] = None
 
 
 # The frameworks that run the training loop themselves (their classes' methods are their hooks).
@@ -133,6 +135,8 @@ class AccumulationFacts:
         mp.spawn(train_ddp) else: train_plain()`), or in a function only called so."""
         if isinstance(fn.node, ast.Module) or depth <= 0:
             return False
+        if self._launcher_only(fn):
+            return True  # (mp.spawn's launcher, beside its ranks: `train_plain(device)` when not --ddp)
         switches, ddp = self._switches(), self.wraps_ddp()
         if self._only_one_process_instances(fn, switches, ddp):
             return True
@@ -1001,13 +1005,28 @@ class AccumulationFacts:
                             and c.lineno < node.lineno and id(c) not in quiet
                             and not opposite_sides(sides.get(id(c), ()), sides.get(id(node), ()))]
                 if forwards:
-                    found.append(AccumulationFact(loc(fn, node), loc(fn, loop), loc(fn, forwards[0]),
-                                                  "no_sync_after_forward"))
+                    # (placed at the backward the context holds, the line a reviewer names; the
+                    # message says where the context is entered)
+                    backward = next(c for c in inside if self._backward(c, fn))
+                    found.append(AccumulationFact(loc(fn, backward), loc(fn, loop), loc(fn, forwards[0]),
+                                                  "no_sync_after_forward", entered=loc(fn, node)))
         return found
 
     def _forwards_in(self, call: ast.Call, fn: Function, owner: str) -> bool:
         """The call runs the model's forward in a method of the same object (`metrics =
-        self._calculate_loss(x, y)`, whose body calls `self.model(x)`): the forward, one call down."""
+        self._calculate_loss(x, y)`, whose body calls `self.model(x)`), or in a helper it hands
+        the model to (`loss = compute_loss(model, x)`, whose body calls its `model` parameter):
+        the forward, one call down."""
+        handed = [i for i, a in enumerate(call.args) if text(a) == owner]
+        named = [k.arg for k in call.keywords if k.arg and text(k.value) == owner]
+        if handed or named:
+            for target in self.program.resolve(call.func, fn)[0]:
+                if target.node is None or isinstance(target.node, ast.Module) or target.cls is not None:
+                    continue
+                params = [a.arg for a in target.node.args.posonlyargs + target.node.args.args]
+                held = {params[i] for i in handed if i < len(params)} | set(named)
+                if any(inner.func.__class__ is ast.Name and inner.func.id in held for inner in target.own_calls):
+                    return True
         if not owner.startswith("self.") or not (isinstance(call.func, ast.Attribute) and
                                                  isinstance(call.func.value, ast.Name) and call.func.value.id == "self"):
             return False

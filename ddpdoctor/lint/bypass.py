@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ddpdoctor.core.findings import Location
-from ddpdoctor.lint.patterns import averages_gradients, backward_loss, bypassed_wrapper, text
+from ddpdoctor.lint.patterns import averages_gradients, backward_loss, bypassed_on_a_side, bypassed_wrapper, text
 from ddpdoctor.lint.rank_state import module_method
 
 
@@ -25,6 +25,10 @@ class BypassedBackward:
     forward: str  # the call on the module inside, as written
     forward_at: Optional[Location] = None
     wrapper_at: Optional[Location] = None  # the DDP(...) that wraps it
+    # the test of the helper that computes the loss round the wrapper on one side only, and
+    # that side ("" where every way does): `if not self.rl_stage:` ... `else:` an SCST stage
+    test: str = ""
+    side: bool = True
 
 
 def gather(builder) -> list[BypassedBackward]:
@@ -39,8 +43,12 @@ def gather(builder) -> list[BypassedBackward]:
             if loss is None:
                 continue
             hit = bypassed_wrapper(program, loss, fn)
+            test, side = "", True
             if hit is None:
-                continue
+                hit = bypassed_on_a_side(program, loss, fn)
+                if hit is None:
+                    continue
+                *hit, test, side = hit
             forward, where, ddp, ddp_fn = hit
             key = (where.file.display, forward.lineno)
             if key in told:
@@ -48,6 +56,7 @@ def gather(builder) -> list[BypassedBackward]:
             told.add(key)
             found.append(BypassedBackward(
                 Location(fn.file.display, call.lineno), text(forward, 80),
-                Location(where.file.display, forward.lineno), Location(ddp_fn.file.display, ddp.lineno)))
+                Location(where.file.display, forward.lineno), Location(ddp_fn.file.display, ddp.lineno),
+                test, side))
     return found
 

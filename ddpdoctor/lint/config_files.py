@@ -146,16 +146,20 @@ MAX_LAUNCH_BYTES = 64_000
 # dataset.data_val.PolypObjDataset`, `target: ldm.data.Faces`), as a by-name loader reads it
 _DOTTED_VALUE = re.compile(r"""^[ \t]*-?[ \t]*[\w-]+[ \t]*:[ \t]*["']?([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)["']?[ \t]*(?:#.*)?$""",
                            re.MULTILINE)
+# (a TOML config's `path = "trainer_dual_opt.Trainer"` under `[trainer]`, DiariZen's recipes)
+_DOTTED_TOML_VALUE = re.compile(r"""^[ \t]*[\w-]+[ \t]*=[ \t]*["']([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)["'][ \t]*(?:#.*)?$""",
+                                re.MULTILINE)
 MAX_NAMED = 64
 
 
 def named_in_configs(script: Path, read: list) -> list[str]:
-    """The dotted paths the YAML configs beside the script name (at most MAX_NAMED): the
+    """The dotted paths the YAML (and TOML) configs beside the script name (at most MAX_NAMED): the
     modules a loader by name (`get_obj_from_str(config["target"])`) may import. read: gets each
     config that names one (the lint cache digests it)."""
     found: list[str] = []
-    for config, body in _beside(script, (".yaml", ".yml"), MAX_CONFIGS, MAX_CONFIG_BYTES):
-        names = [n for n in _DOTTED_VALUE.findall(body) if not n[0].isdigit()]
+    for config, body in _beside(script, (".yaml", ".yml", ".toml"), MAX_CONFIGS, MAX_CONFIG_BYTES):
+        pattern = _DOTTED_TOML_VALUE if config.suffix == ".toml" else _DOTTED_VALUE
+        names = [n for n in pattern.findall(body) if not n[0].isdigit()]
         if names and str(config) not in read:
             read.append(str(config))
         found.extend(n for n in names if n not in found)

@@ -485,6 +485,9 @@ def _compare_constant(value, op: ast.cmpop, right: ast.AST) -> Optional[bool]:
     """`value <op> right` for a constant right side (or a list of constants for `in`)."""
     if isinstance(right, ast.Constant) and isinstance(op, (ast.Eq, ast.NotEq)):
         return (value == right.value) == isinstance(op, ast.Eq)
+    if isinstance(right, ast.Constant) and isinstance(right.value, bool) and isinstance(value, bool) and \
+            isinstance(op, (ast.Is, ast.IsNot)):
+        return (value is right.value) == isinstance(op, ast.Is)  # `args.mixedprec is True`, a store_true
     if isinstance(right, ast.Constant) and type(op) in _ORDER and isinstance(value, (int, float)) and \
             not isinstance(value, bool) and isinstance(right.value, (int, float)) and not isinstance(right.value, bool):
         return _ORDER[type(op)](value, right.value)  # `args.root.find("kv") >= 0`, `args.epochs > 1`

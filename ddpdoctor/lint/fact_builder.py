@@ -53,6 +53,10 @@ ENGINE_OFF = re.compile(r"^not [\w.]*(?:fsdp|deepspeed)$", re.IGNORECASE)
 Reached = tuple  # (op, Location, chain, conds): a collective a call leads to
 # the keywords a value is handed to as a random seed (a rank there picks draws, not a shard)
 SEED_KEYWORDS = frozenset({"seed", "random_seed", "rng_seed", "base_seed"})
+# the keywords a value is handed to as a folder the call writes in (a rank there names a
+# per-rank cache or log folder: `from_pretrained(m, cache_dir=f"{out}/cache_{rank}")`, not a shard)
+WRITTEN_FOLDER_KEYWORDS = frozenset({"cache_dir", "output_dir", "log_dir", "logdir", "save_dir", "tmp_dir",
+                                     "checkpoint_dir", "ckpt_dir"})
 _BLOCKS: dict[type, tuple[str, ...]] = {}
 
 
@@ -780,7 +784,8 @@ class BuilderCore:
             # `Dataset(..., seed=42 + rank)`: a seed decides the random draws each rank makes, not
             # which items it holds (maskvar's dummy datasets)
             passed_on |= {id(n) for sub in walk(node) if isinstance(sub, ast.Call)
-                          for kw in sub.keywords if kw.arg in SEED_KEYWORDS for n in walk(kw.value)}
+                          for kw in sub.keywords if kw.arg in SEED_KEYWORDS | WRITTEN_FOLDER_KEYWORDS
+                          for n in walk(kw.value)}
         passed_on |= _placement(node)
         passed_on |= unreturned_arguments(self.program, node, fn)  # set_seed(args, rank) returns args
         if strict:

@@ -2081,8 +2081,9 @@ class LoaderFacts:
                 kinds.add("none")
             elif isinstance(value, ast.Call) and self._plain_sampler(value, scope):
                 kinds.add("custom" if self.mentions_rank(value, scope) else "plain")
-            elif isinstance(value, ast.Call) and last_name(value.func) == "BatchSampler" and value.args:
-                kinds.add(self._sampler_kind(value.args[0], scope, depth - 1))
+            elif isinstance(value, ast.Call) and last_name(value.func) == "BatchSampler" and \
+                    batch_sampler_source(value) is not None:
+                kinds.add(self._sampler_kind(batch_sampler_source(value), scope, depth - 1))
             elif isinstance(value, ast.Call) and self._trainer_base_sampler(value, scope):
                 kinds.add("plain")
             else:
@@ -2995,9 +2996,14 @@ class LoaderFacts:
         # callers hand it, and what they bind that to; timm's loader factory)
         # (and, handed a name a caller unpacked from a builder's tuple, `train_ds, eval_ds, ... =
         # load_train_objs()`, what that place of the tuple holds)
+        # (and, handed a name the caller unpacked from a library's split, `train, val =
+        # random_split(full, [a, b])`, that call)
         values += [found for value, scope in self._passed_in(dataset, fn, 2)
                    for found in [(value, scope), *program.values_of(value, scope, 1),
-                                 *(program.unpacked(value.id, scope) if value.__class__ is ast.Name else ())]]
+                                 *(program.unpacked(value.id, scope) if value.__class__ is ast.Name else ()),
+                                 *((v, scope) for v in (reaching.reaching_values(scope.node, value.id, value, unpacked=True)
+                                                        if value.__class__ is ast.Name and scope.node is not None
+                                                        else None) or ())]]
         # (`tokenized = train.map(tokenize)`: a dataset derived item by item keeps the items its
         # source picked - what the source is bound to; llama2.c forks' fineweb loader)
         values += [found for value, scope in values if value.__class__ is ast.Call
@@ -3173,6 +3179,8 @@ class LoaderFacts:
         stream = "numpy" if full.startswith("sklearn.") or full not in ITEM_DRAWS else full.partition(".")[0]
         if alike and (stream in alike or "*" in alike):
             return ""  # (drawn from a stream every rank seeded alike)
+        if self._reseeded_before(call, fn, stream):
+            return ""
         given = keyword(call, "generator") if keyword(call, "generator") is not None else (
             call.args[2] if full.endswith("random_split") and len(call.args) > 2 else None)
         if given is not None and not is_const(given, None):
@@ -3181,6 +3189,15 @@ class LoaderFacts:
         if keyword(call, "random_state") is not None and not is_const(keyword(call, "random_state"), None):
             return ""
         return f"{text(call, 60)} at {loc(fn, call)}"
+
+    def _reseeded_before(self, call: ast.Call, fn: Function, stream: str) -> bool:
+        """fn seeds the draw's stream itself, earlier in its body and with no rank in the seed
+        (`np.random.seed(seed)`, then `np.random.shuffle(order)`: a class order every rank draws
+        alike, whatever each process seeded before; not `random.seed(0 + global_rank)`)."""
+        seeding = STREAM_SEEDS.get(stream)
+        return seeding is not None and any(
+            other.lineno < call.lineno and (self.program.qualify(other.func, fn) or "") == seeding
+            and other.args and not self.mentions_rank(other.args[0], fn) for other in fn.own_calls)
 
     def _seeds_anything(self) -> bool:
         """Some call of the program seeds a random stream (`torch.manual_seed`, `np.random.seed`,
@@ -3245,6 +3262,10 @@ class LoaderFacts:
                                           (dotted(given) or "").rsplit(".sampler", 1)[0] in names):
                     return f"ignite's setup_common_training_handlers at {loc(fn, call)}"
         return ""
+
+
+# The call that seeds each global stream, by the stream's name (the head of its draws' names).
+STREAM_SEEDS = {"numpy": "numpy.random.seed", "random": "random.seed", "torch": "torch.manual_seed"}
 
 
 def _engine_passes(call: ast.Call, fn: Function) -> Optional[ast.AST]:
@@ -4126,8 +4147,14 @@ def _generator_seed(program, call: ast.Call, fn: Function) -> bool:
 def _batch_samplers_of(fn: Function, name: str) -> list[str]:
     """The names fn binds to a BatchSampler made around the sampler of that name."""
     return [target for target, values in fn.bindings.items() for _, value in values
-            if value.__class__ is ast.Call and last_name(value.func) == "BatchSampler" and value.args
-            and value.args[0].__class__ is ast.Name and value.args[0].id == name]
+            if value.__class__ is ast.Call and last_name(value.func) == "BatchSampler"
+            and (wrapped := batch_sampler_source(value)).__class__ is ast.Name and wrapped.id == name]
+
+
+def batch_sampler_source(call: ast.Call) -> Optional[ast.AST]:
+    """The sampler a `BatchSampler(sampler, batch_size, drop_last)` call wraps, first or by
+    keyword (`BatchSampler(sampler=base_sampler, batch_size=8, drop_last=True)`)."""
+    return call.args[0] if call.args else keyword(call, "sampler")
 CONFIG_FILE_READERS = ("toml.", "tomli.", "tomllib.", "yaml.", "json.", "omegaconf.OmegaConf.load", "configparser.")
 
 

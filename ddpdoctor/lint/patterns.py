@@ -815,10 +815,48 @@ def _computed_round_the_wrapper(program: Program, value: ast.AST, fn: Function, 
         not any(ddp_model(program, c, fn) is not None for c in calls)
 
 
-def _loss_calls(program: Program, value: ast.AST, fn: Function) -> list[ast.Call]:
+def _unpacked_names(fn: Function) -> dict[str, list[ast.Name]]:
+    """{name: [the names it is unpacked from]} of fn's `a, b, pred = outputs` (made once)."""
+    index = fn.__dict__.get("_names_unpacked_from")
+    if index is None:
+        index = fn.__dict__["_names_unpacked_from"] = {}
+        for node in fn.own_of(ast.Assign):
+            if len(node.targets) == 1 and node.targets[0].__class__ in (ast.Tuple, ast.List) and \
+                    node.value.__class__ is ast.Name:
+                for target in node.targets[0].elts:
+                    target = target.value if target.__class__ is ast.Starred else target
+                    if target.__class__ is ast.Name:
+                        index.setdefault(target.id, []).append(node.value)
+    return index
+
+
+def _returned_pieces(fn: Function) -> list[ast.AST]:
+    """What fn's returns are made of, way by way: each return's value, or, where a name it returns
+    is bound on several ways to it (`if stage: loss = a else: loss = b`, then `return loss, info`),
+    each binding that reaches it."""
+    pieces: list[ast.AST] = []
+    for ret in fn.own_of(ast.Return):
+        if ret.value is None:
+            continue
+        split = [held for name in walk(ret.value) if name.__class__ is ast.Name and name.ctx.__class__ is ast.Load
+                 for held in [reaching.reaching_values(fn.node, name.id, name, unpacked=True)] if held and len(held) > 1]
+        pieces += [value for held in split for value in held] if split else [ret.value]
+    return pieces
+
+
+def _computed_along(program: Program, value: ast.AST, fn: Function) -> bool:
+    """_computed_round_the_wrapper over the bindings that reach the value's names (along)."""
+    calls = _loss_calls(program, value, fn, True)
+    return next(_round_among(program, calls, fn, 0), None) is not None and \
+        not any(ddp_model(program, c, fn) is not None for c in calls)
+
+
+def _loss_calls(program: Program, value: ast.AST, fn: Function, along: bool = False) -> list[ast.Call]:
     """The calls a value is computed from outside `.detach()`, through what its names hold in fn
     (seven assignments back, tuple items too, and what a list name is appended: MemFlow's
-    `preds.append(torch.stack(flow))` per frame, then `loss = loss_fn(torch.stack(preds), ...)`)."""
+    `preds.append(torch.stack(flow))` per frame, then `loss = loss_fn(torch.stack(preds), ...)`).
+    along: only the bindings that reach each name where it is read (one side of an `if` that
+    binds `loss` on both), where the walk can tell."""
     calls, frontier, seen = [], [value], set()
     # (PRNet++'s `loss = total_loss` of a sum of `losses = criterion(model(x), y)` items; SAM
     # adapter's per-image `loss_ = bce_ + iou_` of masks read off the batch's outputs, summed)
@@ -828,10 +866,17 @@ def _loss_calls(program: Program, value: ast.AST, fn: Function) -> list[ast.Call
             for sub in _undetached(expr):
                 if isinstance(sub, ast.Call):
                     calls.append(sub)
+                elif isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and along and id(sub) not in seen \
+                        and fn.node is not None and \
+                        (held := reaching.reaching_values(fn.node, sub.id, sub, unpacked=True)) is not None:
+                    seen.add(id(sub))
+                    found += held
+                    found += _appended(fn).get(sub.id, [])
                 elif isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and sub.id not in seen:
                     seen.add(sub.id)
                     found += [v for v, scope in program.values_of(sub, fn, 1) if v is not sub and scope is fn]
                     found += _unpacked_from(sub.id, fn)
+                    found += _unpacked_names(fn).get(sub.id, [])
                     found += _appended(fn).get(sub.id, [])
                     found += _iterated_into(fn).get(sub.id, [])
         frontier = found
@@ -877,6 +922,39 @@ def _returns_round(program: Program, call: ast.Call, fn: Function) -> bool:
     target = targets[0]
     returns = [r.value for r in target.own_of(ast.Return) if r.value is not None]
     return bool(returns) and all(_computed_round_the_wrapper(program, r, target, 0) for r in returns)
+
+
+def bypassed_on_a_side(program: Program, loss: ast.AST, fn: Function):
+    """A loss a local helper returns (`loss, info = self.forward(kwargs)`) computed round a DDP
+    wrapper on one side of a test in the helper and through it on the other (`if not
+    self.rl_stage: logit = self.model(x) ... else: seq, logp = self.model.module.decode(x)`, an
+    SCST stage): (the call on the module inside, its function, the DDP(...) call, its function,
+    the test's text and the side, True or False) for the bypassing side; None otherwise."""
+    if fn.node is None:
+        return None
+    for value in _loss_values(program, loss, fn):
+        for call in _loss_calls(program, value, fn):
+            targets = program.resolve(call.func, fn)[0] if call.args or call.keywords else []
+            if len(targets) != 1 or targets[0].node is None or isinstance(targets[0].node, ast.Module):
+                continue
+            target = targets[0]
+            pieces = _returned_pieces(target)
+            round_ = [p for p in pieces if _computed_along(program, p, target)]
+            if not round_ or len(round_) == len(pieces):
+                continue  # (every way round it: bypassed_wrapper's own case)
+            for stmt in target.own_of(ast.If):
+                for side, sides in ((True, stmt.body), (False, stmt.orelse)):
+                    inside = {id(n) for part in sides for n in walk(part)}
+                    # (the side holds every piece round the wrapper and none through it; those
+                    # are on the other side or after the `if`)
+                    if all(id(p) in inside for p in round_) and \
+                            not any(id(p) in inside for p in pieces if p not in round_):
+                        for inner, scope in _round_among(program, _loss_calls(program, round_[0], target, True),
+                                                         target, 0):
+                            wrapper = _wrapper_of(program, inner, scope)
+                            if wrapper is not None and not grad_off(program, inner, scope):
+                                return inner, scope, *wrapper, text(stmt.test, 60), side
+    return None
 
 
 def bypassed_wrapper(program: Program, loss: ast.AST, fn: Function):
@@ -1655,8 +1733,10 @@ def ddp_class(program: Program, node: ast.AST, fn: Function) -> bool:
         return True
     # a subclass of its own (`class DDP(DistributedDataParallel): def get_module(...)`, GEqTrain)
     klass = program.callee(node, fn) if isinstance(node, (ast.Name, ast.Attribute)) else None
-    if program.is_class(klass) and any(
-            b.rsplit(".", 1)[-1] == "DistributedDataParallel" for c in (klass, *program.bases(klass)) for b in c.bases):
+    # (also under its import alias: `class DDPPassthrough(DDP)`, OpenGait's)
+    if program.is_class(klass) and (any(
+            b.rsplit(".", 1)[-1] == "DistributedDataParallel" for c in (klass, *program.bases(klass)) for b in c.bases)
+            or any(b.startswith("torch.") and b.endswith(".DistributedDataParallel") for b in program.library_bases(klass))):
         return True
     # a class made in fn over a base fn picks (`ddp_class = parallel.DistributedDataParallel` on
     # one side, a legacy wrapper on the other; `class _Wrapped(ddp_class): ...`, old fairseq)
@@ -1854,6 +1934,15 @@ def _enable_wrap_fsdp(program: Program, helper: Function) -> bool:
     return False
 
 
+def _parameter_reaches(fn: Function, name: ast.Name) -> bool:
+    """A parameter of fn that the function rebinds, where some way to this use passes no
+    binding: the value the callers hand in is what the use may see."""
+    if fn.node is None or not isinstance(fn.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    reached = reaching.reaching_values(fn.node, name.id, name, params=True)
+    return reached is not None and any(isinstance(value, ast.arg) for value in reached)
+
+
 def ddp_model(program: Program, call: ast.Call, fn: Function) -> Optional[tuple[ast.Call, Function]]:
     """The DDP(...) call that a called name or `self.attr` holds, if any: built there or
     returned by a local helper (`model = build_model(cfg)` ending in `return DDP(net)`)."""
@@ -1877,9 +1966,11 @@ def ddp_model(program: Program, call: ast.Call, fn: Function) -> Optional[tuple[
             wrapped = prepared_ddp(program, func, scope, 1 << 30)  # a global the module prepares
             if wrapped is not None:
                 return wrapped
-        if not found:
+        if not found or _parameter_reaches(fn, func):
             # a parameter: what the callers hand it, a step further than a name's own value (a
-            # tester's `forward_fn(x, self._module)` holding the DDP model its constructor was given)
+            # tester's `forward_fn(x, self._module)` holding the DDP model its constructor was given);
+            # also one the function rebinds on one side only (`if n_gpu > 1: model =
+            # DataParallel(model)` in an evaluate() handed the DDP model): the argument reaches
             for value, scope in program.values_of(func, fn, 4):
                 wrapped = _ddp_made(program, value, scope)
                 if wrapped is not None:
@@ -1887,7 +1978,7 @@ def ddp_model(program: Program, call: ast.Call, fn: Function) -> Optional[tuple[
                 # `model, optimizer, loader = build(args)` where build returns the wrapped
                 # model first: that element of the tuples the helper returns
                 unpacked = program.unpacked(value.id, scope) if isinstance(value, ast.Name) else \
-                    program.unpacked_attribute(value.attr, scope) if _self_attribute(value) else ()
+                    program.unpacked_attribute(value.attr, scope) if _self_field(value) else ()
                 if unpacked:
                     for held, where in unpacked:
                         for inner, place in program.values_of(held, where, 2):
@@ -1924,10 +2015,6 @@ def ddp_model(program: Program, call: ast.Call, fn: Function) -> Optional[tuple[
             if wrapped is not None:
                 return wrapped
     return None
-
-
-def _self_attribute(node: ast.AST) -> bool:
-    return node.__class__ is ast.Attribute and node.value.__class__ is ast.Name and node.value.id == "self"
 
 
 # Module methods that return the module itself: `model = model.train()` keeps the DDP wrapper.
@@ -2108,13 +2195,17 @@ def _buffered(program: Program, node: ast.AST, fn: Function, depth: int, seen: s
             if _buffered(program, value.func.value, scope, depth - 1, seen) or \
                     _buffered_checkpoint(program, value, scope):
                 return True
+            # (the project's own model class, `XLMR_PMR.from_pretrained(path)`: what it builds)
+            owner = built_class(program, value.func.value, scope)
+            if program.is_class(owner) and _class_buffered(program, owner, seen):
+                return True
         full = (program.qualify(value.func, scope) or "") if isinstance(value, ast.Call) else \
             (program.qualify(value, scope) or "") if isinstance(value, (ast.Name, ast.Attribute)) else ""
         if _buffered_zoo(full):
             return True
         if isinstance(value, ast.Call) and _zoo_by_name(program, value.func, scope):
             return True
-        if full.startswith("transformers.") and any(z in full.split(".")[1].lower() for z in BUFFERED_TRANSFORMERS):
+        if _buffered_transformer(full):
             return True
         if value.__class__ is ast.Subscript:
             # `nets[i]` of `nets = [resnet18(), vgg16(), mobilenet_v2(), ...]`, a benchmark's loop
@@ -2435,6 +2526,28 @@ def _instantiated(program: Program, call: ast.Call, fn: Function) -> list:
                 if program.is_class(klass) and klass not in found:
                     found.append(klass)
     return found
+
+
+def _kept_fields(klass) -> set[int]:
+    """The ids of the values the class assigns to its own fields (`self.x = <value>`), made once."""
+    found = klass.__dict__.get("_kept_field_values")
+    if found is None:
+        found = klass.__dict__["_kept_field_values"] = {
+            id(n.value) for n in walk(klass.node) if n.__class__ is ast.Assign and any(
+                t.__class__ is ast.Attribute and t.value.__class__ is ast.Name and t.value.id == "self"
+                for t in n.targets)}
+    return found
+
+
+def _buffered_transformer(full: str) -> bool:
+    """A transformers class of a family with buffers, by its qualified name: the first part that
+    names a class, wherever it was imported from (`transformers.BertModel.from_pretrained`,
+    `transformers.models.roberta.modeling_roberta.RobertaModel`)."""
+    if not full.startswith("transformers."):
+        return False
+    klass = next((part for part in full.split(".")[1:] if part[:1].isupper()), "").lower()
+    # (a model class, `BertModel`, `RobertaForSequenceClassification`: not its `BertConfig` or tokenizer)
+    return ("model" in klass or "for" in klass) and any(z in klass for z in BUFFERED_TRANSFORMERS)
 
 
 def _buffered_zoo(full: str) -> bool:
@@ -2825,8 +2938,13 @@ def _class_buffered(program: Program, klass, seen: set, given: Optional[dict] = 
             return True
         if truthy(keyword(node, "track_running_stats")) and id(node) not in conditional:
             return True
-        if _buffered_zoo(program.qualify(node.func, klass.module.body) or ""):
+        built = program.qualify(node.func, klass.module.body) or ""
+        if _buffered_zoo(built):
             return True  # `self.image = models.resnet18(pretrained=True)`: its BatchNorms
+        if _buffered_transformer(built) and id(node) not in conditional and id(node) in _kept_fields(klass):
+            # `self.roberta = RobertaModel(config)`: its embeddings' position_ids (not a model a
+            # classmethod loads to copy weights from, nanoGPT's `GPT2LMHeadModel.from_pretrained`)
+            return True
         target = program.callee(node.func, klass.module.body)
         if program.is_class(target) and _class_buffered(program, target, seen):
             return True

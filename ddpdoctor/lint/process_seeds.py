@@ -931,12 +931,12 @@ def _dead_lines(program, method) -> set[int]:
     skip = {n for stmt in dead for n in range(stmt.body[0].lineno, stmt.body[-1].end_lineno + 1)}
     # `if center: <centre crop> else: <random crop>` where every call hands `center=True`
     # (lip2sp's transform): the side the constant rules out runs on no way in
+    # (and `if shuffle: np.random.shuffle(cols)` with no `else:`, shuffle=False on every call)
     for stmt in method.own_of(ast.If):
-        if stmt.orelse:
-            truth = _truth_held(program, stmt.test, method)
-            side = stmt.orelse if truth is True else stmt.body if truth is False else None
-            if side:
-                skip |= set(range(side[0].lineno, side[-1].end_lineno + 1))
+        truth = _truth_held(program, stmt.test, method)
+        side = stmt.orelse if truth is True else stmt.body if truth is False else None
+        if side:
+            skip |= set(range(side[0].lineno, side[-1].end_lineno + 1))
     # `if frame_order == 0: return clip` at the top of the body, frame_order 0 on every way in:
     # nothing below it runs
     body = getattr(method.node, "body", [])
@@ -1041,7 +1041,9 @@ def _held_constants(program, node: ast.AST, fn, on_default_path: bool) -> Option
         return None
     found, defaults = [], None
     for value, scope in values:
-        if isinstance(value, ast.Name) and value.id in scope.params and value is not node:
+        # (the parameter itself where the calls that leave it out are known: `self.extract(x)`
+        # into `def __call__(self, x, shuffle=False)`, its default)
+        if isinstance(value, ast.Name) and value.id in scope.params and (value is not node or scope.defaulted.get(value.id)):
             if not scope.defaulted.get(value.id) or scope.__dict__.get("_spread_calls") or \
                     (on_default_path and scope.arguments.get(value.id)):
                 return None

@@ -36,7 +36,7 @@ from ddpdoctor.lint.options import config_file_options, declared_options, option
 from ddpdoctor.lint.patterns import SELF_RETURNING, _dict_call_literal, dotted, last_name, name_pattern
 from ddpdoctor.lint.ranks import RankFlow
 from ddpdoctor.lint.receivers import library_made, sole_holder
-from ddpdoctor.lint.sources import SourceFile, configured_key, dynamic_spec, fits, read
+from ddpdoctor.lint.sources import SourceFile, configured_key, dynamic_spec, fits, loads_own_package, read
 from ddpdoctor.lint.walker import Event, Guard, Walker
 
 # The dest of a `--local_rank` / `--local-rank` option (what torch.distributed.launch passes)
@@ -216,6 +216,19 @@ class Module:
     # name -> [(the if test, full dotted name)] for a name a top-level if/elif chain imports on
     # several of its sides (`if opt.loss == "class": from train.cls import train` / `elif ...`)
     import_branches: dict[str, list] = field(default_factory=dict)
+
+
+def _returned_closures(maker: Function) -> list[Function]:
+    """The functions a factory defines inside itself and returns (`def fn(model): ...; return
+    fn`): what calling its answer runs."""
+    return [maker.nested[r.id] for r in maker.returned if r.__class__ is ast.Name and r.id in maker.nested]
+
+
+def _configured_read(node: ast.AST) -> bool:
+    """`model_cfg["model"]`, `cfg["model"]["type"]`: a name read out of a config by constant keys."""
+    while node.__class__ is ast.Subscript and node.slice.__class__ is ast.Constant and isinstance(node.slice.value, str):
+        node = node.value
+    return node.__class__ in (ast.Name, ast.Attribute)
 
 
 def _a_parse(value: ast.AST) -> bool:
@@ -2242,6 +2255,9 @@ class Program:
                     return passed, []
             if target is not None:
                 return [], []
+            looped = self._loop_items(func, fn)
+            if looped:
+                return looped, []
             # (or a class a helper picks by a name known at run time, handed on: `agent_cls =
             # get_agent_cls(cfg.agent)`, then the spawned rank's `agent = agent_cls(cfg, rank=i)`)
             return self._entries(self._called(func, fn)) or self._entries(self._picked_by_name(func, fn)), []
@@ -2614,6 +2630,37 @@ class Program:
         memo[key] = found
         return found
 
+    def _loop_items(self, func: ast.Name, fn: Function) -> list:
+        """The local functions a name bound by a `for` over a list of them runs (`for eval_fn in
+        self.eval_fns: eval_fn(model)` of `eval_fns=[eval_fn(task) for task in tasks]`, each a
+        closure a factory returns): the list's items as the source builds it - a literal, a
+        comprehension, handed through fields and parameters (a few steps)."""
+        loop = next((n for n in fn.own_of(ast.For) if n.target.__class__ is ast.Name and n.target.id == func.id
+                     and n.lineno <= func.lineno <= (n.end_lineno or n.lineno)), None)
+        if loop is None or fn.bindings.get(func.id, [None])[1:]:
+            return []  # (not a name the loop alone binds)
+        found: list = []
+        todo, seen = [(loop.iter, fn, 4)], set()
+        while todo and len(seen) < 40:
+            node, scope, depth = todo.pop()
+            if id(node) in seen or depth <= 0:
+                continue
+            seen.add(id(node))
+            if node.__class__ is ast.IfExp:
+                todo += [(node.body, scope, depth), (node.orelse, scope, depth)]
+            elif node.__class__ in (ast.List, ast.Tuple, ast.ListComp):
+                items = [node.elt] if node.__class__ is ast.ListComp else node.elts
+                # (a call: the closure its function returns, `return fn` of a nested `def fn`)
+                found += [t for item in items if item.__class__ is ast.Call and item.func.__class__ is ast.Name
+                          for maker in [self._callee_symbol(item.func, scope)]
+                          if maker.__class__ is Function and maker.node.__class__ is not ast.Module
+                          for t in _returned_closures(maker)]
+                found += [t for item in items if item.__class__ in (ast.Name, ast.Attribute)
+                          for t in self.resolve(item, scope)[0]]
+            elif node.__class__ in (ast.Name, ast.Attribute):
+                todo += [(v, where, depth - 1) for v, where in self.values_of(node, scope, 2) if v is not node]
+        return [t for t in found if t.__class__ is Function and t.node.__class__ is not ast.Module]
+
     def _called(self, func: ast.AST, fn: Function) -> list:
         """The local functions and classes a call runs where the source loads them by name:
         `Trainer = getattr(import_module(...), "Trainer")` then `Trainer()`, or what a helper
@@ -2723,8 +2770,7 @@ class Program:
                 # closure over its counter): that function is what `step(...)` runs
                 maker = self._callee_symbol(value.func, scope)
                 if maker.__class__ is Function and maker.node.__class__ is not ast.Module:
-                    out.extend(maker.nested[r.id] for r in maker.returned
-                               if r.__class__ is ast.Name and r.id in maker.nested)
+                    out.extend(_returned_closures(maker))
                     # and a module's own function it picks (`eval_fn = get_task_eval_fn(task)`
                     # returning `evaluate_segmentation` on one side of an if/elif: each may run)
                     out.extend(symbol for r in maker.returned if r.__class__ is ast.Name and r.id not in maker.nested
@@ -2761,7 +2807,8 @@ class Program:
                 out.extend(m for m in (self._module(n) for n in names) if m is not None)
             elif last_name(value.func) == "getattr" and len(value.args) >= 2 and depth > 0 and \
                     ((spec := name_pattern(value.args[1])) is not None or value.args[1].__class__ is ast.Name
-                     or (value.args[1].__class__ is ast.Attribute and dotted(value.args[1]))):
+                     or (value.args[1].__class__ is ast.Attribute and dotted(value.args[1]))
+                     or _configured_read(value.args[1])):
                 # (`getattr(import_module("pkg"), kind)`, kind a configured name: any class or
                 # module-level function of that module, as with a spelled prefix of "")
                 spec = spec or ("", "")
@@ -2994,6 +3041,15 @@ class Program:
         fits, a package's imported helpers reached code no run takes)."""
         names = dict(module.functions)
         names.update(module.classes)
+        if module.file.path.name == "__init__.py" and module.file.tree is not None and \
+                any(loads_own_package(call) for call in module.file.of(ast.Call)):
+            # a package that loads each module of its folder and keeps their classes in its
+            # namespace (`globals()[name] = cls`, OpenGait's models): those classes
+            prefix = module.name + "."
+            for other in [self._module(n) for n in [*self.by_name, *self._waiting]
+                          if n.startswith(prefix) and "." not in n[len(prefix):]]:
+                for name, symbol in (other.classes.items() if other is not None else ()):
+                    names.setdefault(name, symbol)
         for key, base in module.imports.items():
             if key[0] == "*" and base != module.name:
                 other = self._module(base)

@@ -30,7 +30,7 @@ from ddpdoctor.lint.fact_builder import _single_process, compared, never_true, p
 from ddpdoctor.lint.nodes import children, key_presence as _key_presence, walk
 from ddpdoctor.lint.walker import (TERMINATORS, _negation_text, _never_returns, clean_exit, exits as _exits, is_main_block, rank_return_in_try,
                                    side_conds)
-from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_FORWARD, FSDP_FORWARD, SCALAR_DRAWS, RankTest, engine_subclass, grad_off, last_name,
+from ddpdoctor.lint.patterns import (_self_field, DDP_BACKWARD, DDP_FORWARD, FSDP_FORWARD, SCALAR_DRAWS, RankTest, engine_subclass, grad_off, last_name,
                                      no_grad_forward, through_grad_off, dotted, is_const, keyword, loader_call,
                                      loss_round_the_wrapper, text, _loss_of)
 
@@ -1809,7 +1809,8 @@ def _counted_stop(program, test: ast.AST, fn: Function, loop: Optional[ast.AST] 
     # `stopper.early_stop(score)`: a method that returns True once the counter it steps reaches
     # its bound (`self.counter += 1; if self.counter >= self.patience: return True`)
     asked = test.func if test.__class__ is ast.Call and test.func.__class__ is ast.Attribute else test
-    if not (asked.__class__ is ast.Attribute and asked.value.__class__ is ast.Name):
+    # (the stopper a name holds, or a field of the trainer, `self.early_stopping.early_stop`)
+    if not (asked.__class__ is ast.Attribute and (asked.value.__class__ is ast.Name or _self_field(asked.value))):
         return False
     klass = program.class_of(asked.value, fn)
     if klass is None:

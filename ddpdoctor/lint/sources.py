@@ -907,6 +907,7 @@ def _dynamic_imports(source: SourceFile, roots: list[Path]) -> list[tuple[str, a
         except UsageError:
             return []  # not Python: said when resolution asks for it
     found = [(name, call) for call in source.of(ast.Call) for name in dynamic_names(call, roots)]
+    found += [(name, call) for call in source.of(ast.Call) for name in _own_package_modules(source, call)]
     by_name = [call for call in source.of(ast.Call) if call.args and isinstance(call.args[0], ast.Name)
                and (call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")) in IMPORTERS]
     for fn in source.of(ast.FunctionDef) if by_name else ():  # a name the function binds once, then loads
@@ -917,6 +918,32 @@ def _dynamic_imports(source: SourceFile, roots: list[Path]) -> list[tuple[str, a
                       and isinstance(call.args[0], ast.Name) and call.args[0].id in bound
                       for name in dynamic_names(call, roots, bound)]
     return found
+
+
+def loads_own_package(call: ast.Call) -> bool:
+    """`import_module(f"{__name__}.{module_name}")`: a module of the package this runs in, by a
+    name known at run time (in a package's `__init__.py`: any module of its folder)."""
+    given = call.args[0] if call.args else None
+    if not isinstance(given, ast.JoinedStr) or \
+            (call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")) not in IMPORTERS:
+        return False
+    parts = given.values
+    return len(parts) == 3 and isinstance(parts[0], ast.FormattedValue) and isinstance(parts[0].value, ast.Name) \
+        and parts[0].value.id == "__name__" and isinstance(parts[1], ast.Constant) and parts[1].value == "." \
+        and isinstance(parts[2], ast.FormattedValue)
+
+
+def _own_package_modules(source: SourceFile, call: ast.Call) -> list[str]:
+    """A package's `__init__.py` that loads each module of its own folder
+    (`import_module(f"{__name__}.{module_name}")` over `iter_modules([package_dir])`, then puts
+    their classes in its namespace: OpenGait's model registry): those modules, by name."""
+    if source.path.name != "__init__.py" or not source.module or not loads_own_package(call):
+        return []
+    try:
+        names = sorted(n[:-3] for n in os.listdir(source.path.parent) if n.endswith(".py") and n != "__init__.py")
+    except OSError:
+        return []
+    return [f"{source.module}.{n}" for n in names]
 
 
 def _given_literally(source: SourceFile, fn: ast.FunctionDef, bound: dict) -> dict:

@@ -873,9 +873,16 @@ def test_an_accumulation_only_the_one_process_side_runs_is_no_finding(tmp_path):
 
 
 def test_its_twin_the_plain_loop_runs_whatever_the_switch(tmp_path):
-    code = PLAIN_SIDE.replace("{plain_side}", "train_plain()")
+    # (session 80: the launcher that only starts the ranks never joins a group, so its own loop
+    # syncs nothing - `test_a_loop_only_the_launcher_runs...` below; here it joins one itself)
+    code = PLAIN_SIDE.replace("{plain_side}", "dist.init_process_group('gloo')\n    train_plain()")
     found = [line for line, _ in at(lint_plain(tmp_path, code), "DDP805")]
     assert line_of(code, "# the plain backward") in found
+
+
+def test_a_loop_only_the_launcher_runs_beside_its_ranks_is_no_finding(tmp_path):
+    code = PLAIN_SIDE.replace("{plain_side}", "train_plain()")
+    assert [line for line, _ in at(lint_plain(tmp_path, code), "DDP805")] == [line_of(code, "# the ddp backward")]
 
 
 # -------------------------------------------------- save_function alone decides no writer
