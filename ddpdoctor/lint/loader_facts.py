@@ -2082,8 +2082,8 @@ class LoaderFacts:
             elif isinstance(value, ast.Call) and self._plain_sampler(value, scope):
                 kinds.add("custom" if self.mentions_rank(value, scope) else "plain")
             elif isinstance(value, ast.Call) and last_name(value.func) == "BatchSampler" and \
-                    batch_sampler_source(value) is not None:
-                kinds.add(self._sampler_kind(batch_sampler_source(value), scope, depth - 1))
+                    (wrapped := batch_sampler_source(value)) is not None:
+                kinds.add(self._sampler_kind(wrapped, scope, depth - 1))
             elif isinstance(value, ast.Call) and self._trainer_base_sampler(value, scope):
                 kinds.add("plain")
             else:
@@ -3194,10 +3194,8 @@ class LoaderFacts:
         """fn seeds the draw's stream itself, earlier in its body and with no rank in the seed
         (`np.random.seed(seed)`, then `np.random.shuffle(order)`: a class order every rank draws
         alike, whatever each process seeded before; not `random.seed(0 + global_rank)`)."""
-        seeding = STREAM_SEEDS.get(stream)
-        return seeding is not None and any(
-            other.lineno < call.lineno and (self.program.qualify(other.func, fn) or "") == seeding
-            and other.args and not self.mentions_rank(other.args[0], fn) for other in fn.own_calls)
+        return any(other.lineno < call.lineno and _SEED_STREAMS.get(self.program.qualify(other.func, fn) or "") == stream
+                   and other.args and not self.mentions_rank(other.args[0], fn) for other in fn.own_calls)
 
     def _seeds_anything(self) -> bool:
         """Some call of the program seeds a random stream (`torch.manual_seed`, `np.random.seed`,
@@ -3262,10 +3260,6 @@ class LoaderFacts:
                                           (dotted(given) or "").rsplit(".sampler", 1)[0] in names):
                     return f"ignite's setup_common_training_handlers at {loc(fn, call)}"
         return ""
-
-
-# The call that seeds each global stream, by the stream's name (the head of its draws' names).
-STREAM_SEEDS = {"numpy": "numpy.random.seed", "random": "random.seed", "torch": "torch.manual_seed"}
 
 
 def _engine_passes(call: ast.Call, fn: Function) -> Optional[ast.AST]:

@@ -2533,9 +2533,7 @@ def _kept_fields(klass) -> set[int]:
     found = klass.__dict__.get("_kept_field_values")
     if found is None:
         found = klass.__dict__["_kept_field_values"] = {
-            id(n.value) for n in walk(klass.node) if n.__class__ is ast.Assign and any(
-                t.__class__ is ast.Attribute and t.value.__class__ is ast.Name and t.value.id == "self"
-                for t in n.targets)}
+            id(n.value) for n in walk(klass.node) if n.__class__ is ast.Assign and any(_self_field(t) for t in n.targets)}
     return found
 
 

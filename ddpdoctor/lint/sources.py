@@ -924,8 +924,7 @@ def loads_own_package(call: ast.Call) -> bool:
     """`import_module(f"{__name__}.{module_name}")`: a module of the package this runs in, by a
     name known at run time (in a package's `__init__.py`: any module of its folder)."""
     given = call.args[0] if call.args else None
-    if not isinstance(given, ast.JoinedStr) or \
-            (call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")) not in IMPORTERS:
+    if not isinstance(given, ast.JoinedStr) or patterns.last_name(call.func) not in IMPORTERS:
         return False
     parts = given.values
     return len(parts) == 3 and isinstance(parts[0], ast.FormattedValue) and isinstance(parts[0].value, ast.Name) \
