@@ -40,7 +40,8 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
         pipeline stage's worker spawned beside the DDP one), nor loops whose backward never reaches a DDP model (a plain student trained
         against a detached DDP teacher), whose step helper clears the gradients first, or
         whose accumulation count is 1 on every way in (a literal `% 1`, a module constant at 1
-        nothing rebinds, an option at 1 on the run as launched, or a step test the options make
+        nothing rebinds, an option at 1 on the run as launched - given 1 by some launches and
+        left at its declared default 1 by the others too -, or a step test the options make
         true on every pass: `mode in ["random", "round-robin"]` with `--mode` at "random"); a
         `no_sync` in a helper the loop never runs covers nothing, nor does one in another loop
         (an Accelerate or Fabric trainer beside one that skips the sync), and a loss whose forward

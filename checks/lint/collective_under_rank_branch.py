@@ -71,7 +71,15 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         `else: barrier()`), and the paired `if local_rank != 0: barrier()` ...
         `if local_rank == 0: barrier()` idiom, are balanced and not reported - also across a
         nested function and the one it is defined in (rank 0 signals from a closure with
-        `if rank == 0: broadcast(flag)`, the others answer in the enclosing `else:` loop).
+        `if rank == 0: broadcast(flag)`, the others answer in the enclosing `else:` loop) -
+        unless the way in already took one side away (rank 0's call into a helper that holds
+        the pair reaches its own barrier alone) or the entering call's constants switch a side
+        off (`not evaluate` entered with `evaluate=True`). A test of a name that holds a
+        function or class the program defines (`not evaluate`, `evaluate` the module's own
+        evaluation function) is true: its block never runs, and the other side of the pair is
+        then one-sided. A rank test's other part on a parameter that a call every rank makes
+        opens with a constant (`split != "train"`, a call handing `split="dev"`) is no
+        assumption: an error that names that call.
         Nor is a rank test that can only hold in a run of one process (`if not distributed
         and device_id > 0: return`, `world_size == 1`): every distributed rank goes on; nor a
         check that the launch gave each process a GPU (`if local_rank >= torch.cuda.

@@ -36,6 +36,8 @@ def double_sharding(facts: LintFacts) -> list[Problem] | Skipped:
         before the split) - not a draw under a test the dataset's construction makes false,
         nor one right after the function seeds that stream itself with no rank in the seed
         (`np.random.seed(seed); np.random.shuffle(order)`: a class order every rank draws alike),
+        or before every call into the drawing function (a dataset constructor that seeds numpy,
+        then calls the method that shuffles; a seeding under a test does not count),
         nor a rank only in a folder a call writes in (`from_pretrained(m, cache_dir=f"c_{rank}")`)
         (`if max_samples > 0:` with the builder's `max_samples=0` left at its default): each process draws its own, so the ranks shard different
         datasets (reported once per draw, at the training loader's sampler; for a dataset

@@ -20,7 +20,10 @@ def forward_round_the_wrapper(facts: LintFacts) -> list[Problem] | Skipped:
         `accelerator.unwrap_model(model)`), called as it is (`raw = model.module; raw(x)`,
         or a helper handed `model = wrapped.module` where the other value of `model` sits on the
         one-process side of the same test: `if not args.dist: model = net`), the model handed to `DDP(...)` under its own name
-        (`ddp = DDP(net)`, then `net.loss(batch)`), also inside a local helper whose every
+        (`ddp = DDP(net)`, then `net.loss(batch)`), an object handed the plain module before
+        it is wrapped (`learn = Learner(mdl=mdl)`, then `mdl = DDP(mdl)` with the wrapper only
+        moved afterwards: the learner's `self.mdl(batch)`, a dataclass field or a constructor's
+        parameter kept in a field), also inside a local helper whose every
         return is computed so (`pred = self._forward(model, batch)`); and, as a warning naming
         the test, a helper that computes the loss round the wrapper on one side of a test of its
         own and through it on the other (`if not self.rl_stage: out = self.model(x)` ... `else:
@@ -31,7 +34,10 @@ def forward_round_the_wrapper(facts: LintFacts) -> list[Problem] | Skipped:
         same step (`out = model(x)`, then `model.module.criterion(out, y)`), a forward with
         gradients off (a probe's features under `torch.no_grad()`), the side of
         `isinstance(model, DDP)` where the model is the plain one, a method of a Module
-        subclass fitting itself, and a program that averages gradients by hand
+        subclass fitting itself, a loss from a callable the source binds but the lint does not
+        resolve that is handed the DDP model itself (`train_fn = getattr(losses, name)`, then
+        `train_fn(model, x, lc=model.module.lipschitz())`: its forward may be the wrapper's),
+        and a program that averages gradients by hand
         (`dist.all_reduce(p.grad)`, a library's `allreduce_grads(params)`).
         The finding points at the backward, and names the forward and the wrapper.
 

@@ -14,7 +14,10 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
         A training DataLoader built without a DistributedSampler (no sampler, or a
         RandomSampler / SequentialSampler), in a script that sets up a process group
         (init_process_group, a DistributedDataParallel model); torch_geometric's loaders
-        (`DataLoader`, `DataListLoader`, `DenseDataLoader`) are DataLoaders too. A branch the
+        (`DataLoader`, `DataListLoader`, `DenseDataLoader`) are DataLoaders too. A sampler bound
+        again in the function's own body before the loader, for every run (`sampler =
+        SubsetRandomSampler(idx)` after `if distributed: sampler = DistributedSampler(ds)`), is
+        the one the loader takes. A branch the
         source or the launch rules out builds nothing: `if False:`, or a test on an option
         whose value the launch gives (`if args.root.find("kv") >= 0:`, `"kv" in args.root`),
         also around the construction of a framework's data module whose hooks build the loader;

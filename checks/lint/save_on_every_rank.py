@@ -41,6 +41,8 @@ def save_on_every_rank(facts: LintFacts) -> list[Problem] | Skipped:
         where the file is missing and loaded back where it exists, or written by a class
         that serves samples (a dataset's label table, its drop indices) - is told as such:
         the race is the first run's, and its cure is to build it on one rank first.
+        Writes under one per-node test are one finding, at the first, the others named (one
+        test to fix, whatever tests inside it group them: `if epoch in saved_epochs:`).
         Library writes count the same: a model's `save_pretrained(dir)` (transformers, PEFT,
         diffusers: every calling rank writes unless given `is_main_process=`; a
         `save_function=accelerator.save` alone still leaves config.json, and safetensors

@@ -28,7 +28,9 @@ def set_epoch_missing(facts: LintFacts) -> list[Problem] | Skipped:
         order it fixes is every epoch's; the finding points at that lone call, the line to
         move into the loop). A loader an ignite Engine runs
         (`trainer.run(train_loader, max_epochs=n)`) is read epoch after epoch: the Engine
-        sets no sampler's epoch itself (an `Events.EPOCH_STARTED` handler does). Not an evaluation
+        sets no sampler's epoch itself (an `Events.EPOCH_STARTED` handler does). A local copy
+        of DistributedSampler under another name and base (`DistIterSampler(Sampler)` handed
+        `num_replicas` and `rank`, with its own `__iter__` and a `set_epoch`) is one. Not an evaluation
         loader's: one no backward reads, its loops running with gradients off, or built by
         an evaluation builder and read by no training loop, or one no backward reads beside
         the loader that trains (an analysis pass over the training set every few epochs); the

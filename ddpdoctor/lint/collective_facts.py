@@ -11,7 +11,8 @@ from typing import Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint.defaults import OPTION_TEST, constructed_truth, declared_off, off_at_launch, option_off, settled
-from ddpdoctor.lint.fact_builder import MAX_DEPTH, Reached, _op_kind, _single_process, _truth_by_constants, argument_at, guard_test, loc
+from ddpdoctor.lint.fact_builder import (MAX_DEPTH, Reached, _op_kind, _polarities, _single_process, _truth_by_constants,
+                                         argument_at, guard_test, loc, truth_at_call)
 from ddpdoctor.lint.patterns import (CHOSEN_SAVE, DDP_BACKWARD, DDP_BUILT, DDP_FORWARD, dotted, is_const, keyword, last_name, no_grad_forward,
                                      save_path, sharded_save, text,
                                      through_grad_off)
@@ -188,6 +189,27 @@ class CollectiveFacts:
                         saved.update(text(given, 400) for given, _ in f.arguments.get(written.id, []))
         return any(s and any(s == c or s in c for c in candidates) for s in saved)
 
+    def _opened_by_a_call(self, fn: Function, guard: Guard, loops: int) -> str:
+        """Where a call into fn that every rank makes (under no rank test) hands constants that
+        make each of the rank test's open parts true (`split != "train"` of a parameter, a call
+        giving `split="dev"`): that call, said ("`split='dev'` at train.py:937"); "" otherwise.
+        (A parameter fn binds again is read as given only above its first binding, outside loops.)"""
+        test = guard.test
+        if not test.open:
+            return ""
+        parts = [parse_test(p) for p in test.open]
+        if any(p is None for p in parts):
+            return ""
+        for caller, event in self.callers().get(fn, []):
+            if event.kind != "call" or event.guards or not isinstance(event.node, ast.Call):
+                continue
+            if all(truth_at_call(fn, event.node, p, guard.line, loops) is True for p in parts):
+                given = {n.id: argument_at(fn, event.node, n.id) for p in parts for n in walk(p)
+                         if n.__class__ is ast.Name and n.id in fn.params}
+                said = ", ".join(f"`{k}={v.value!r}`" for k, v in given.items() if v.__class__ is ast.Constant)
+                return f"{said} at {caller.file.display}:{event.line}"
+        return ""
+
     def _held_true(self, fn: Function, cond: str) -> bool:
         """A switch around the call that the values every way in hands fn settle true (`if
         self.checkpoint_dir:` with each construction giving `checkpoint_dir="checkpoints"`)."""
@@ -242,7 +264,8 @@ class CollectiveFacts:
                         # a helper every rank also runs elsewhere (a periodic evaluation): its
                         # collective is one-sided only through this call, so the call is the place
                         here = loc(fn, event.node) if self.only_guarded(target) is False else None
-                        for op, where, chain, conds in self.reach(target, MAX_DEPTH - 1, (fn,), entry):
+                        for op, where, chain, conds in self.reach(target, MAX_DEPTH - 1, (fn,), entry,
+                                                                  under=_polarities(event.guards)):
                             op = through_grad_off(self.program, op, event.node, fn)
                             # so is a collective in a helper every rank runs elsewhere, a few
                             # calls down (`reduce_mean()` of a metrics object rank 0 asks)
@@ -298,7 +321,14 @@ class CollectiveFacts:
                         and not self._held_true(fn, c))
                     # (a switch the run as launched takes - `if not opt.evolve:` with --evolve a
                     # store_true - is no assumption: every launch goes that way)
-                    assumption = _assume(guard.test.assumption, tuple(
+                    test_assumption, given = guard.test.assumption, guard.test.given
+                    settled = self._opened_by_a_call(fn, guard, event.loops)
+                    if settled:
+                        # `if local_rank not in [-1, 0] and split != "train":` with a call handing
+                        # `split="dev"`: every rank takes that call alike, the rank test decides
+                        test_assumption = guard.test.assumption.partition(" on every rank")[2].removeprefix(", and ")
+                        given = f"{given}, {settled}" if given else settled
+                    assumption = _assume(test_assumption, tuple(
                         (c, flag) for c, flag in here + tuple(conds) if not (flag and _taken_at_launch(c, self.program))))
                     # (not a switch every launch beside the script gives: `--wandb` in each of them)
                     switched = [c for c in self.switched_on_only(fn) if not _taken_at_launch(c, self.program)]
@@ -339,7 +369,7 @@ class CollectiveFacts:
                         assumption = f"{said}, and {assumption}" if assumption else said
                     candidates.append((guard, GuardedCollective(
                         op, where, guard.test.text, Location(guard.file, guard.line), fn.label, chain,
-                        assumption, guard.test.given, inner)))
+                        assumption, given, inner)))
             # ranks that take the other branch run the same collectives: balanced, no hang
             balanced, judged = set(), set()
             for guard, _ in candidates:

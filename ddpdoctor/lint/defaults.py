@@ -18,7 +18,7 @@ from typing import Any, Optional
 
 from ddpdoctor.lint.nodes import parse_test
 from ddpdoctor.lint.config_files import UNKNOWN_VALUE, nested_value
-from ddpdoctor.lint.patterns import last_name, text
+from ddpdoctor.lint.patterns import constructions, last_name, text
 
 Function = Any  # ddpdoctor.lint.program.Function
 Klass = Any
@@ -296,7 +296,7 @@ def constructed_truth(part: ast.AST, fn: Function, program: Program) -> Optional
     if key not in memo:
         truths = set()
         default = _field_default(klass, part.attr, program)
-        sites = _constructions(klass, program)
+        sites = constructions(klass, program)
         for call, scope in sites:
             given = next((k.value for k in call.keywords if k.arg == part.attr), None)
             if any(k.arg is None for k in call.keywords) or call.args:
@@ -310,18 +310,6 @@ def constructed_truth(part: ast.AST, fn: Function, program: Program) -> Optional
         memo[key] = truths.pop() if len(truths) == 1 and sites else None
     found = memo[key]
     return None if found is None else (not found if negate else found)
-
-
-def _constructions(klass: Klass, program: Program) -> list:
-    """(call, scope) of each `Klass(...)` in code the script reaches, found once per class: not a
-    classmethod's `cls(**saved)`, the class's own reload of what a run wrote."""
-    memo = program.__dict__.setdefault("_constructions", {})
-    if id(klass) not in memo:
-        reached = getattr(program, "reachable", None) or program.functions
-        memo[id(klass)] = [(call, scope) for scope in reached for call in scope.own_calls
-                           if call.func.__class__ is ast.Name and program.symbol(call.func.id, scope) is klass
-                           and not (call.func.id == "cls" and scope.cls is klass)]
-    return memo[id(klass)]
 
 
 def _field_default(klass: Klass, attr: str, program: Program) -> Optional[tuple[Any, str]]:
@@ -395,6 +383,28 @@ def literal_truth(test: ast.AST) -> Optional[bool]:
     """A test's truth where its literals alone decide it (`False`, `0`, `False and x`, `True or
     x`, `not False`); None otherwise."""
     return three_valued(test, lambda part: bool(part.value) if part.__class__ is ast.Constant else None)
+
+
+def defined_truth(test: ast.AST, program: Program, fn) -> Optional[bool]:
+    """literal_truth, where a bare name that holds a function or class the program defines (no
+    parameter, local or module assignment binds it otherwise) is true too: `if args.local_rank == 0
+    and not evaluate:` with `evaluate` the module's own evaluation function, not a flag, never
+    runs its block."""
+    def leaf(part: ast.AST) -> Optional[bool]:
+        if part.__class__ is ast.Constant:
+            return bool(part.value)
+        if part.__class__ is not ast.Name:
+            return None
+        scope, name = fn, part.id
+        while scope is not None:
+            if scope.bindings.get(name):
+                return None
+            scope = scope.parent
+        body = fn.module.body
+        if body is not None and body.bindings.get(name):
+            return None
+        return True if program.symbol(name, fn).__class__.__name__ in ("Function", "Klass") else None
+    return three_valued(test, leaf)
 
 
 def settled(test: ast.AST, program: Program) -> Optional[bool]:

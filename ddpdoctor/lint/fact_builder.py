@@ -72,18 +72,19 @@ class BuilderCore:
 
     # ------------------------------------------------------------------ collectives
     def reach(self, fn: Function, depth: int = MAX_DEPTH, stack: tuple = (),
-              call: Optional[ast.Call] = None, entries: tuple = ()) -> list[Reached]:
+              call: Optional[ast.Call] = None, entries: tuple = (), under: frozenset = frozenset()) -> list[Reached]:
         """Every collective a function may run, directly or through local calls, with the chain
         and the (non-rank) tests on the way. `call`: the call that enters fn, whose arguments
         may switch some of it off (`merge(state)` leaves `use_barriers=False`); `entries`: the
         calls that entered the functions of `stack` (None where not a call), so a value passed
-        on (`_write(..., synchronize=synchronize)`) is read where it was given."""
+        on (`_write(..., synchronize=synchronize)`) is read where it was given; `under`: the
+        (key, polarity) of the rank tests the calls on the way sit under."""
         if fn in stack or depth <= 0:
             return []
         if fn in self._reach and not stack:
             return self._reach[fn]
         found = []
-        paired = self._paired(fn)
+        paired = self._paired(fn, under)
         context = tuple(zip(stack[-len(entries):], entries)) if entries else ()
         whiles = fn.__dict__.get("_call_whiles")
         for event in fn.events:
@@ -103,6 +104,10 @@ class BuilderCore:
                 tuple((c, flag) for c, flag in event.conds if not (flag and _cond_true(fn, call, c, context)))
             # (a side a local constant always takes is no assumption: `not sliding` above)
             own_conds = tuple((c, flag) for c, flag in own_conds if not _never_taken(fn, c, not flag))
+            if under and _opposed(event.guards, under):
+                continue  # rank 0's call into `if local_rank not in [-1, 0]: barrier()`: not on this way
+            if call is not None and event.guards and _closed_by_call(fn, call, event.guards):
+                continue  # `if local_rank == 0 and not evaluate: barrier()` entered with `evaluate=True`
             if event.kind == "collective" and id(event) not in paired:
                 if call is not None and self._unwrapped_here(fn, call, event, stack[-1] if stack else None):
                     continue  # `evaluate(unwrap(model))`: this way in passes the plain module
@@ -122,7 +127,7 @@ class BuilderCore:
                     step = f"{fn.file.display}:{event.line} {target.label}"
                     entry = event.node if event.kind == "call" else None
                     for op, where, chain, conds in self.reach(target, depth - 1, stack + (fn,), entry,
-                                                              (entries + (call,))[-3:]):
+                                                              (entries + (call,))[-3:], under | _polarities(event.guards)):
                         op = through_grad_off(self.program, op, event.node, fn)
                         found.append((op, where, [step] + chain, own_conds + conds))
         if not stack:
@@ -203,13 +208,14 @@ class BuilderCore:
                  if e.kind == "collective" and self.program.ddp_call(e.node, t)]
         return bool(built) and all(any(_cond_false(t, call, c, flag, ()) for c, flag in e.conds) for t, e in built)
 
-    def _paired(self, fn: Function) -> set[int]:
+    def _paired(self, fn: Function, under: frozenset = frozenset()) -> set[int]:
         """Collectives of a function that pair up across its own rank tests (yolov5's
         `if local_rank not in [-1, 0]: barrier()` ... `yield` ... `if local_rank == 0: barrier()`):
-        every rank runs one of them, so a caller's rank test does not make them one-sided."""
+        every rank runs one of them, so a caller's rank test does not make them one-sided -
+        unless that test (`under`) already took the ranks of one side away."""
         polarities: dict[tuple[str, str], set[str]] = {}
         for event in fn.events:
-            if event.kind == "collective" and event.guards:
+            if event.kind == "collective" and event.guards and not (under and _opposed(event.guards, under)):
                 test = event.guards[-1].test
                 polarities.setdefault((_op_kind(event.op), test.key), set()).add(test.polarity)
         return {id(e) for e in fn.events if e.kind == "collective" and e.guards
@@ -1494,6 +1500,52 @@ def _handed_from(name: str, context: tuple) -> Optional[tuple]:
     if entered is None or not (name in caller.params or name in caller.kwonly) or caller.bindings.get(name):
         return None
     return caller, entered, rest
+
+
+def truth_at_call(fn: Function, call: ast.Call, test: ast.AST, line: int = 0, loops: int = 0) -> Optional[bool]:
+    """A test on fn's parameters as the constants `call` hands them settle it (`split !=
+    "train"` with `split="dev"`, `not evaluate` with `evaluate=True`); None where some part is
+    not such a constant. line: where the test stands - a parameter fn binds again is read as
+    given only above its first binding there, outside loops (0: not at all)."""
+    def leaf(part: ast.AST) -> Optional[bool]:
+        name = part.left if part.__class__ is ast.Compare and len(part.ops) == 1 else part
+        if name.__class__ is not ast.Name or (_rebound(fn, name.id) and (not line or loops or any(
+                at <= line for at, _ in fn.bindings.get(name.id, ())))):
+            return None
+        value = argument_at(fn, call, name.id)
+        if value.__class__ is not ast.Constant:
+            return None
+        if name is part:
+            return bool(value.value)
+        right = part.comparators[0]
+        allowed = [right.value] if right.__class__ is ast.Constant else \
+            [e.value for e in right.elts] if right.__class__ in (ast.Tuple, ast.List, ast.Set) and all(
+                e.__class__ is ast.Constant for e in right.elts) else None
+        return None if allowed is None else compared(part.ops[0], [value.value], allowed)
+    return three_valued(test, leaf)
+
+
+def _closed_by_call(fn: Function, call: ast.Call, guards: tuple) -> bool:
+    """A rank test's other part that the entering call's constants make false (`local_rank == 0
+    and not evaluate` entered with `evaluate=True`): no rank takes the branch on this way."""
+    for guard in guards:
+        for part in guard.test.open:
+            node = _test_of(part)
+            if node is not None and truth_at_call(fn, call, node, guard.line) is False:
+                return True
+    return False
+
+
+def _polarities(guards: tuple) -> frozenset:
+    """The (key, polarity) of each rank test of guards that names one rank or the others."""
+    return frozenset((g.test.key, g.test.polarity) for g in guards if g.test.polarity in ("zero", "nonzero"))
+
+
+def _opposed(guards: tuple, under: frozenset) -> bool:
+    """A rank test of guards says the opposite of one the way in sits under (`local_rank not in
+    [-1, 0]` inside a call made under `local_rank in [-1, 0]`): no rank takes both."""
+    flip = {"zero": "nonzero", "nonzero": "zero"}
+    return any((key, flip[polarity]) in under for key, polarity in _polarities(guards))
 
 
 def _cond_false(fn: Function, call: ast.Call, cond: str, flag: bool, context: tuple,

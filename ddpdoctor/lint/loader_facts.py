@@ -2683,6 +2683,11 @@ class LoaderFacts:
         target = self.program.callee(call.func, fn)
         if self.program.is_class(target) and self._derives_distributed(target) and not self._wraps_a_sampler(call, fn):
             return True  # VITS's `DistributedBucketSampler`-alike named otherwise (`BucketSampler`)
+        if self.program.is_class(target) and self._epoch_sampler(target) and _shards_by_rank(self.program, target) \
+                and not self._wraps_a_sampler(call, fn):
+            # a copy of DistributedSampler under another name and base (VFIformer's
+            # `DistIterSampler(Sampler)`: num_replicas and rank, an epoch-seeded permutation)
+            return True
         if not isinstance(call.func, ast.Name):
             return False
         for value, _ in self.program.values_of(call.func, fn):
@@ -3190,12 +3195,22 @@ class LoaderFacts:
             return ""
         return f"{text(call, 60)} at {loc(fn, call)}"
 
-    def _reseeded_before(self, call: ast.Call, fn: Function, stream: str) -> bool:
+    def _reseeded_before(self, call: ast.Call, fn: Function, stream: str, depth: int = 2) -> bool:
         """fn seeds the draw's stream itself, earlier in its body and with no rank in the seed
         (`np.random.seed(seed)`, then `np.random.shuffle(order)`: a class order every rank draws
-        alike, whatever each process seeded before; not `random.seed(0 + global_rank)`)."""
-        return any(other.lineno < call.lineno and _SEED_STREAMS.get(self.program.qualify(other.func, fn) or "") == stream
-                   and other.args and not self.mentions_rank(other.args[0], fn) for other in fn.own_calls)
+        alike, whatever each process seeded before; not `random.seed(0 + global_rank)`) - or every
+        call into fn comes after such a seeding in its caller (a CIFAR-LT dataset's `__init__`
+        seeding numpy, then calling the method that shuffles), a couple of callers up."""
+        # (a seeding under a test, `if args.seed is not None: random.seed(args.seed)` with --seed
+        # unset by default, may not run: not counted)
+        held = fn.__dict__.get("_call_conds", {})
+        if any(other.lineno < call.lineno and _SEED_STREAMS.get(self.program.qualify(other.func, fn) or "") == stream
+               and other.args and not self.mentions_rank(other.args[0], fn) and not held.get(id(other))
+               for other in fn.own_calls):
+            return True
+        sites = self.callers().get(fn, []) if depth > 0 else []
+        return bool(sites) and all(event.kind == "call" and isinstance(event.node, ast.Call) and
+                                   self._reseeded_before(event.node, caller, stream, depth - 1) for caller, event in sites)
 
     def _seeds_anything(self) -> bool:
         """Some call of the program seeds a random stream (`torch.manual_seed`, `np.random.seed`,
@@ -3981,6 +3996,16 @@ def _under_iterable_test(fn: Function, call: ast.Call, dataset: ast.AST) -> bool
     said = text(dataset)
     return any(cond == f"isinstance({said}, {kind})" for cond, _ in fn.__dict__.get("_call_conds", {}).get(id(call), ())
                for kind in ("IterableDataset", "torch.utils.data.IterableDataset", "data.IterableDataset"))
+
+
+def _shards_by_rank(program, klass) -> bool:
+    """A sampler class that takes its shard by rank: its constructor is handed `num_replicas` /
+    `rank` (or asks torch.distributed for them) and its `__iter__` is its own."""
+    init, own_iter = program.method(klass, "__init__"), program.method(klass, "__iter__")
+    if init is None or own_iter is None or init.node is None:
+        return False
+    asked = any(last_name(c.func) in ("get_rank", "get_world_size") for c in init.own_calls)
+    return asked or {"num_replicas", "rank"} <= set(init.params)
 
 
 def _clock_seed(call: ast.Call) -> bool:

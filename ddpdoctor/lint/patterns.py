@@ -812,7 +812,21 @@ def _loss_values(program: Program, node: ast.AST, fn: Function) -> list[ast.AST]
 def _computed_round_the_wrapper(program: Program, value: ast.AST, fn: Function, helpers: int = 1) -> bool:
     calls = _loss_calls(program, value, fn)
     return next(_round_among(program, calls, fn, helpers), None) is not None and \
-        not any(ddp_model(program, c, fn) is not None for c in calls)
+        not any(ddp_model(program, c, fn) is not None or _hands_the_wrapper(program, c, fn, helpers) for c in calls)
+
+
+def _hands_the_wrapper(program: Program, call: ast.Call, fn: Function, helpers: int) -> bool:
+    """A call the loss comes from that is handed the DDP model itself and is not seen to run
+    round it (`train_fn = getattr(losses, cfg["loss"])`, then `loss = train_fn(model, x=x,
+    lc=model.module.lipschitz())`): its forward may be the wrapper's, nothing is proven.
+    (helpers: whether a local helper's returns may be read, as _returns_round does)"""
+    func = call.func
+    if not ((func.__class__ is ast.Name and program.lookup(func.id, fn)) or _self_field(func)):
+        return False  # (a callable the source binds: not `hasattr(model, "module")`, a builtin)
+    if program.resolve(func, fn)[0] and (not helpers or _returns_round(program, call, fn)):
+        return False
+    return any(arg.__class__ is ast.Name and _ddp_held(program, arg, fn, call) is not None
+               for arg in [*call.args, *(k.value for k in call.keywords)])
 
 
 def _unpacked_names(fn: Function) -> dict[str, list[ast.Name]]:
@@ -990,7 +1004,7 @@ def _wrapper_of(program: Program, call: ast.Call, fn: Function):
     `.module` (`model.module.encode(x)`), what an unwrapped name came from (`raw = model.module`,
     `getattr(m, "module", m)`, `accelerator.unwrap_model(m)`), or the wrapper fn built around the
     name (`model = DDP(policy)`, then `policy.loss(b)`)."""
-    field = _field_wrapped_elsewhere(program, call, fn)
+    field = _field_wrapped_elsewhere(program, call, fn) or _field_left_unwrapped(program, call, fn)
     if field is not None:
         return field
     node = call.func
@@ -1040,7 +1054,7 @@ def _round_the_wrapper(program: Program, call: ast.Call, fn: Function) -> bool:
         return bool(_unwrapped_apart(program, func, fn))
     if not isinstance(func, ast.Attribute):
         return False
-    if _field_wrapped_elsewhere(program, call, fn) is not None:
+    if _field_wrapped_elsewhere(program, call, fn) is not None or _field_left_unwrapped(program, call, fn) is not None:
         return True
     if _self_field(func) and _unwrapped_apart(program, func, fn):
         # `self.model = model.module` in the trainer's `__init__`, then `self.model(x)` in its
@@ -1079,6 +1093,94 @@ def _field_wrapped_elsewhere(program: Program, call: ast.Call, fn: Function):
     if not name.startswith("self.") or name.count(".") != 1:
         return None
     return _fields_wrapped_elsewhere(program, klass).get(name)
+
+
+def _field_left_unwrapped(program: Program, call: ast.Call, fn: Function):
+    """`learn = Learner(mdl=mdl)`, then `mdl = DDP(mdl)` and the wrapper handed to nothing
+    (Video-QAP's learner_init): the object keeps the plain module its constructor was given, so
+    `self.mdl(batch)` in its training step runs round the wrapper. (the DDP(...) call, its
+    function) or None."""
+    func = call.func
+    holder = func if _self_field(func) else func.value if func.__class__ is ast.Attribute and _self_field(func.value) \
+        else None
+    klass = program._class_of_fn(fn) if holder is not None and fn.cls is not None else None
+    if klass is None:
+        return None
+    memo = klass.__dict__.setdefault("_fields_left_unwrapped", {})
+    if holder.attr not in memo:
+        memo[holder.attr] = _handed_before_wrapping(program, klass, holder.attr)
+    return memo[holder.attr]
+
+
+def constructions(klass, program: Program) -> list:
+    """(call, scope) of each `Klass(...)` in code the script reaches, found once per class: not a
+    classmethod's `cls(**saved)`, the class's own reload of what a run wrote."""
+    memo = program.__dict__.setdefault("_constructions", {})
+    if id(klass) not in memo:
+        reached = getattr(program, "reachable", None) or program.functions
+        memo[id(klass)] = [(call, scope) for scope in reached for call in scope.own_calls
+                           if call.func.__class__ is ast.Name and program.symbol(call.func.id, scope) is klass
+                           and not (call.func.id == "cls" and scope.cls is klass)]
+    return memo[id(klass)]
+
+
+def _handed_before_wrapping(program: Program, klass, attr: str):
+    """Where every construction of klass hands the parameter its `__init__` keeps in `self.<attr>`
+    (and no other method sets) a name that its function wraps in DDP only afterwards, the wrapper
+    then read only to move it (`mdl = mdl.to(device)`): the first such DDP(...) call and its
+    function; None otherwise."""
+    init = klass.methods.get("__init__")
+    kept = [n for m in klass.methods.values() for n in m.own_of(ast.Assign)
+            if any(_self_field(t) and t.attr == attr for t in n.targets)]
+    if init is None:
+        # a dataclass's field (`mdl: nn.Module`): the constructor's parameter of that name, in
+        # the order the fields are declared, and no method sets it
+        fields = [n.target.id for n in klass.node.body if n.__class__ is ast.AnnAssign and n.target.__class__ is ast.Name]
+        if kept or attr not in fields or not any(last_name(d) == "dataclass" for d in klass.node.decorator_list):
+            return None
+        param, place = attr, fields.index(attr)
+    else:
+        if len(kept) != 1 or kept[0] not in init.own_of(ast.Assign) or kept[0].value.__class__ is not ast.Name:
+            return None
+        param = kept[0].value.id
+        if param not in init.params:
+            return None
+        place = init.params.index(param)  # (the params leave `self` out)
+    found = None
+    sites = constructions(klass, program)
+    for site, scope in sites:
+        given = next((k.value for k in site.keywords if k.arg == param), None)
+        if given is None and 0 <= place < len(site.args) and not any(a.__class__ is ast.Starred for a in site.args):
+            given = site.args[place]
+        wrapped = _wrapped_after(program, given, site, scope) if given.__class__ is ast.Name else None
+        if wrapped is None:
+            return None
+        found = found or wrapped
+    return found
+
+
+_WRAPPER_NAMES = frozenset({"DistributedDataParallel", "DDP", "DataParallel"})
+
+
+def _wrapped_after(program: Program, name: ast.Name, site: ast.Call, scope: Function):
+    """`W = DDP(name, ...)` below `site` in scope, W then read only as `W.to(...)` / `W.cuda()`
+    and never stored, returned or handed on: the DDP(...) call, else None."""
+    built = [n for n in scope.own_of(ast.Assign) if n.lineno > site.lineno and n.value.__class__ is ast.Call
+             and program.ddp_call(n.value, scope) and n.value.args and n.value.args[0].__class__ is ast.Name
+             and n.value.args[0].id == name.id and len(n.targets) == 1 and n.targets[0].__class__ is ast.Name]
+    if not built:
+        return None
+    wrapper = built[0].targets[0].id
+    # (and `elif dp: mdl = DataParallel(mdl)`, the other side's wrapping of the same name)
+    moves = {id(n.func.value) for n in walk(scope.node) if n.__class__ is ast.Call and n.func.__class__ is ast.Attribute
+             and n.func.attr in ("to", "cuda") and n.func.value.__class__ is ast.Name} | \
+        {id(n.args[0]) for n in walk(scope.node) if n.__class__ is ast.Call and n.args
+         and last_name(n.func) in _WRAPPER_NAMES}
+    for node in walk(scope.node):
+        if node.__class__ is ast.Name and node.id == wrapper and node.__class__ is ast.Name and \
+                node.ctx.__class__ is ast.Load and getattr(node, "lineno", 0) > built[0].lineno and id(node) not in moves:
+            return None
+    return built[0].value, scope
 
 
 def _fields_wrapped_elsewhere(program: Program, klass) -> dict:
@@ -2245,6 +2347,9 @@ def _buffered(program: Program, node: ast.AST, fn: Function, depth: int, seen: s
                     return True
             if _picked_buffered(program, _looked_up_classes(program, value.func, scope), seen):
                 return True  # (a name looked up at run time picks one: they stand for it as most are)
+            if _picked_buffered(program, [k for k in program.attribute_of_loaded(value.func, scope) if program.is_class(k)],
+                                seen):
+                return True  # (`Model = import_module(cfg.model_module_path).Model`: the classes the configs name)
             target = built_class(program, value.func, scope)
             if program.is_class(target) and _class_buffered(program, target, seen,
                                                             _construction_constants(program, target, value, scope)):

@@ -2661,6 +2661,27 @@ class Program:
                 todo += [(v, where, depth - 1) for v, where in self.values_of(node, scope, 2) if v is not node]
         return [t for t in found if t.__class__ is Function and t.node.__class__ is not ast.Module]
 
+    def attribute_of_loaded(self, func: ast.AST, fn: Function) -> list:
+        """`Model = importlib.import_module(cfg.model_module_path).Model`, then `Model(cfg)`: the
+        class (or function) of that name in each module the configs name, or that its
+        `__init__` imports (`from .model import PCC as Model`) - for the rules that judge what a
+        configured name may build, not walked as calls (a zoo of models is not run)."""
+        if func.__class__ is not ast.Name:
+            return []
+        found = []
+        for value, scope in self.values_of(func, fn, 1):
+            if not (value.__class__ is ast.Attribute and value.value.__class__ is ast.Call
+                    and last_name(value.value.func) in ("import_module", "__import__")):
+                return []
+            for module in self._loaded(value.value, scope, 2):
+                if module.__class__ is not Module:
+                    continue
+                held = module.classes.get(value.attr) or module.functions.get(value.attr) or \
+                    (self.full_symbol(module.imports[value.attr]) if value.attr in module.imports else None)
+                if (held.__class__ is Klass or held.__class__ is Function) and held not in found:
+                    found.append(held)
+        return found
+
     def _called(self, func: ast.AST, fn: Function) -> list:
         """The local functions and classes a call runs where the source loads them by name:
         `Trainer = getattr(import_module(...), "Trainer")` then `Trainer()`, or what a helper
@@ -3200,7 +3221,15 @@ class Program:
         if value is None:
             # (or the parameters file every launch names gives it: `"accum": 1` in each JSON)
             value = self.__dict__.get("_parameter_values", {}).get(option)
-        return None if isinstance(value, Contested) else value
+        if isinstance(value, Contested):
+            # (`--gradient_accumulation_steps 1` in some launches, left out of the others where
+            # its declared default is 1: every launch runs it with 1 all the same)
+            declared = self.__dict__.get("_declared_defaults", {}).get(option, UNKNOWN_VALUE)
+            if UNKNOWN_VALUE in value or (LEFT_OUT in value and declared is UNKNOWN_VALUE):
+                return None
+            resolved = [declared if v is LEFT_OUT else v for v in value]
+            return resolved[0] if len({repr(v) for v in resolved}) == 1 else None
+        return value
 
     def option_defaults(self) -> dict[str, object]:
         """The command-line options' values on the run as launched: the defaults the program's
@@ -3571,7 +3600,15 @@ def _reaching(found: list, use: ast.AST, fn: Function) -> list:
     Loader(dataset, sampler=DistributedSampler(dataset))` then `dataset = Subset(dataset, rank
     ...)`: the sampler shards the parameter, not the rank's subset."""
     line = getattr(use, "lineno", None)
-    if line is None or all(bound <= line for bound, _, _ in found):
+    if line is None:
+        return found
+    # a binding in fn's own top-level body, a statement above the use's, is the one it reads
+    # (`sampler = DistributedSampler(ds)` under `if distributed:`, then `sampler =
+    # SubsetRandomSampler(idx)` for every run: ESD's loaders): the earlier ones are gone
+    last = max((start for start, end in _top_assigned(fn).get(use.id, ()) if end < line), default=0)
+    if last:
+        found = [b for b in found if b[2] is not fn or b[0] >= last]
+    if all(bound <= line for bound, _, _ in found):
         return found
     spans = fn.__dict__.get("_loop_spans")
     if spans is None:
@@ -3580,6 +3617,25 @@ def _reaching(found: list, use: ast.AST, fn: Function) -> list:
             if n.__class__ in (ast.For, ast.While, ast.AsyncFor)]
     return [(bound, value, scope) for bound, value, scope in found
             if bound <= line or any(start <= line and bound <= end for start, end in spans)]
+
+
+def _top_assigned(fn: Function) -> dict[str, list[tuple[int, int]]]:
+    """{name: [(first line, last line)]} of each plain assignment of fn's own top-level body that
+    binds the name (alone or in a tuple) to a value that does not read it, made once."""
+    found = fn.__dict__.get("_top_assigned")
+    if found is None:
+        found = fn.__dict__["_top_assigned"] = {}
+        body = getattr(fn.node, "body", ()) if fn.node.__class__ is not ast.Module else ()
+        for stmt in body if body.__class__ is list else ():  # (a lambda's body is one expression)
+            if stmt.__class__ is ast.Assign:
+                for target in stmt.targets:
+                    for name in (target.elts if target.__class__ in (ast.Tuple, ast.List) else [target]):
+                        # (not `x = x.to(device)`, `ds = ds.map(f) if ... else ds`: the new
+                        # value is made of the old, whose sources still say what it holds)
+                        if name.__class__ is ast.Name and not any(
+                                n.__class__ is ast.Name and n.id == name.id for n in ast.walk(stmt.value)):
+                            found.setdefault(name.id, []).append((stmt.lineno, stmt.end_lineno or stmt.lineno))
+    return found
 
 
 def _entry_reaches(fn: Function, use: ast.Name) -> bool:

@@ -104,6 +104,13 @@ def _leaving(stmts: list, name: str, holds: list, unpacked: bool,
                 if taken is False or _holds(stmt.test, holds, False, index) else [stmt.body, stmt.orelse]
         elif isinstance(stmt, (ast.With, ast.AsyncWith)) and not _binds(stmt.items, name):
             sides = [stmt.body]
+        elif stmt.__class__ is ast.Try and not stmt.finalbody and stmt.handlers and all(
+                (h.name != name and h.body[-1].__class__ in TERMINATORS) or _all_bind(h.body, name, holds, unpacked, index, run)
+                for h in stmt.handlers):
+            # `try: model = Model(cfg, device)` / `except TypeError: model = Model(cfg)`: a way
+            # through ends in the body's binding or in a handler's (each handler binds on every
+            # way or leaves), never in a half-run body's
+            sides = [stmt.body + stmt.orelse] + [h.body for h in stmt.handlers]
         else:
             return None
         through = False
@@ -118,6 +125,12 @@ def _leaving(stmts: list, name: str, holds: list, unpacked: bool,
         if not through:
             return values, False
     return values, True
+
+
+def _all_bind(stmts: list, name: str, holds: list, unpacked: bool, index, run) -> bool:
+    """Every way through these statements that falls through binds the name plainly."""
+    left = _leaving(stmts, name, holds, unpacked, index, run)
+    return left is not None and not left[1]
 
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)

@@ -63,6 +63,11 @@ class SaveFacts:
                     continue
                 save = self._judged_save(fn, event, node_local)
                 save.block = _block_key(fn, event)
+                if save.per_node and event.guards:
+                    # (one rank per node through one test: every write it lets through is one
+                    # fix - the test - however the writes inside are grouped, `if epoch in
+                    # saved_epochs:` included)
+                    save.block = f"{fn.file.display}:{event.guards[0].line} per node"
                 if save.every_rank and save.call == "torch.save":
                     save.data_cache = self._data_cache(fn, event.node)
                 found.append(save)

@@ -669,8 +669,12 @@ def load_program(script: str, notes: Optional[list[str]] = None,
             files.extend(found)
             # (but the modules their classes' bases come from are, with their own imports: a
             # config-named `GEN3dTrainer(trainer.BaseTrainer)` runs its base's fit(); SDF-Diffusion)
+            # (and a named package's own `from .model import PCC as Model` in its __init__: the
+            # class a config's `model_module_path: models.lossy` stands for lives there - FastPCC;
+            # that module alone, as the named ones are read)
             for named_file in found:
-                for name, _ in _base_imports(named_file):
+                for name, exported in [(n, False) for n, _ in _base_imports(named_file)] + \
+                        [(n, True) for n, _ in _package_exports(named_file)]:
                     place = where_is.setdefault(name, _candidates(name, roots))
                     if place is None or place in seen or "site-packages" in place.parts or len(files) >= MAX_FILES:
                         continue
@@ -680,7 +684,8 @@ def load_program(script: str, notes: Optional[list[str]] = None,
                     except UsageError:
                         continue
                     files.append(base)
-                    queue.append(base)
+                    if not exported:
+                        queue.append(base)
             continue
         if len(files) >= MAX_FILES:
             break
@@ -805,6 +810,16 @@ def _base_imports(source: SourceFile) -> list[tuple[str, ast.AST]]:
     module = source.module or source.path.stem
     return [(n.rstrip("."), w) for n, w in _imported_names(binding, module, source.path.name == "__init__.py")
             if not n.endswith(".")]
+
+
+def _package_exports(source: SourceFile) -> list[tuple[str, ast.AST]]:
+    """The modules a package's `__init__.py` takes names from by relative imports (`from .model
+    import PCC as Model`), as _imported_names gives them; [] for a module file."""
+    if source.path.name != "__init__.py":
+        return []
+    relative = [node for node in source.imports if isinstance(node, ast.ImportFrom) and node.level]
+    module = source.module or source.path.parent.name
+    return [(n, w) for n, w in _imported_names(relative, module, True) if not n.endswith(".")]
 
 
 def _config_module(name: str, roots: list[Path], seen: set, texts: Optional[dict[Path, str]]) -> Optional[SourceFile]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from ddpdoctor.lint import patterns
-from ddpdoctor.lint.defaults import literal_truth
+from ddpdoctor.lint.defaults import defined_truth
 from ddpdoctor.lint.gating import decorator_test, rebound_test, wrap_test
 from ddpdoctor.lint.nodes import TERMINATORS, children, param_defaults, parse_test, walk
 from ddpdoctor.lint.patterns import RankTest, dotted, is_const, last_name, text
@@ -405,10 +405,11 @@ class Walker:
                 self.block(stmt.body if said in self.asserted else stmt.orelse, guards, loops)
                 return
         if stmt.__class__ is ast.If:
-            truth = literal_truth(stmt.test)
+            truth = defined_truth(stmt.test, self.program, self.fn)
             if truth is not None:
                 # `if False and args.save_steps > 0 ...:` - a block its author switched off in the
-                # source (or `if True:` left on): no run takes the other side
+                # source (or `if True:` left on), or a test of a function where a flag was meant:
+                # no run takes the other side
                 self.block(stmt.body if truth else stmt.orelse, guards, loops)
                 return
         if isinstance(stmt, (ast.If, ast.While)):

@@ -136,19 +136,29 @@ def test_a_config_field_ending_in_rank_is_not_a_rank(tmp_path):
     assert codes(found) == []
 
 
+EARLY_RETURN = """
+    def evaluate(model, use_fsdp_eval):
+        is_rank0 = dist.get_rank() == 0
+        if not use_fsdp_eval and not is_rank0:
+            return
+        if use_fsdp_eval:
+            dist.all_reduce(torch.ones(1))   # every rank is here
+        dist.barrier()                       # rank 0 alone when use_fsdp_eval is false
+    evaluate(None, USE)
+"""
+
+
 def test_a_guard_related_to_an_earlier_early_return(tmp_path):
     # an evaluation helper: every rank goes on when FSDP evaluation is on, rank 0 alone otherwise
-    found, _ = lint(tmp_path, """
-        def evaluate(model, use_fsdp_eval):
-            is_rank0 = dist.get_rank() == 0
-            if not use_fsdp_eval and not is_rank0:
-                return
-            if use_fsdp_eval:
-                dist.all_reduce(torch.ones(1))   # every rank is here
-            dist.barrier()                       # rank 0 alone when use_fsdp_eval is false
-        evaluate(None, False)
-    """)
+    found, _ = lint(tmp_path, EARLY_RETURN.replace("USE", "cfg.fsdp_eval"))
     assert codes(found) == [("DDP801", "warning", 13)]
+
+
+def test_a_guard_related_to_an_earlier_early_return_a_call_settles(tmp_path):
+    # the same helper entered with `use_fsdp_eval=False` by every rank: rank 0 alone reaches
+    # the barrier on that way, proven (session 81: the constant a call hands opens the test)
+    found, _ = lint(tmp_path, EARLY_RETURN.replace("USE", "False"))
+    assert codes(found) == [("DDP801", "error", 13)]
 
 
 def test_library_helpers_named_as_main_process_tests(tmp_path):
