@@ -63,16 +63,22 @@ def forward_round_the_wrapper(facts: LintFacts) -> list[Problem] | Skipped:
         # (one side of a helper's test: the run takes it where that test goes so - a stage the
         # options or the epoch switch on; the finding rests on it)
         side = f"where `{found.test}` is {'true' if found.side else 'false'}: " if found.test else ""
+        # (an object handed the module before the wrapper was built: the fix is where it is built)
+        inside = f"the plain module the object was handed at {found.handed_at}, before the DDP(...) at " \
+            f"{found.wrapper_at} wrapped it (the wrapper never reaches the object):" if found.handed_at else \
+            f"the module inside the DDP(...) at {found.wrapper_at} instead of the wrapper:"
         problems.append(Problem(
             severity=Severity.WARNING if found.test else None,
             message=side + (f"the backward at {found.location} runs on a loss computed by {found.forward} at "
-                     f"{found.forward_at}, which calls the module inside the DDP(...) at {found.wrapper_at} "
-                     "instead of the wrapper: DDP never prepares its reducer, so this backward all-reduces "
-                     "no gradient and each rank steps on its own"),
-            hint="call the wrapper itself (model(x)) in the training step; keep .module for saving and "
-                 "evaluation, or all-reduce the gradients yourself after the backward",
+                     f"{found.forward_at}, which calls {inside} DDP never prepares its reducer, so this backward "
+                     "all-reduces no gradient and each rank steps on its own"),
+            hint=("wrap the model in DDP before handing it to the object (or hand the object the wrapper "
+                  "once it is built)") if found.handed_at else
+                 ("call the wrapper itself (model(x)) in the training step; keep .module for saving and "
+                  "evaluation, or all-reduce the gradients yourself after the backward"),
             location=found.location,
             evidence={"forward": found.forward, "forward_location": str(found.forward_at),
                       "wrapper_location": str(found.wrapper_at),
+                      **({"handed_location": str(found.handed_at)} if found.handed_at else {}),
                       **({"test": found.test, "side": found.side} if found.test else {})}))
     return problems

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ddpdoctor.core.findings import Location
-from ddpdoctor.lint.patterns import averages_gradients, backward_loss, bypassed_on_a_side, bypassed_wrapper, text
+from ddpdoctor.lint.patterns import (averages_gradients, backward_loss, bypassed_on_a_side, bypassed_wrapper,
+                                     handed_unwrapped, text)
 from ddpdoctor.lint.rank_state import module_method
 
 
@@ -29,6 +30,9 @@ class BypassedBackward:
     # that side ("" where every way does): `if not self.rl_stage:` ... `else:` an SCST stage
     test: str = ""
     side: bool = True
+    # the construction that handed the object the plain module before the wrapper was built
+    # (`learn = Learner(mdl=mdl)`, then `mdl = DDP(mdl)`): the wrapper never reaches the forward
+    handed_at: Optional[Location] = None
 
 
 def gather(builder) -> list[BypassedBackward]:
@@ -54,9 +58,10 @@ def gather(builder) -> list[BypassedBackward]:
             if key in told:
                 continue  # (`scaler.scale(loss).backward()` and `loss.backward()` of one forward)
             told.add(key)
+            handed = handed_unwrapped(program, forward, where)
             found.append(BypassedBackward(
                 Location(fn.file.display, call.lineno), text(forward, 80),
                 Location(where.file.display, forward.lineno), Location(ddp_fn.file.display, ddp.lineno),
-                test, side))
+                test, side, Location(handed[3].file.display, handed[2].lineno) if handed else None))
     return found
 

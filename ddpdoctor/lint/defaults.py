@@ -403,7 +403,8 @@ def defined_truth(test: ast.AST, program: Program, fn) -> Optional[bool]:
         body = fn.module.body
         if body is not None and body.bindings.get(name):
             return None
-        return True if program.symbol(name, fn).__class__.__name__ in ("Function", "Klass") else None
+        held = program.symbol(name, fn)
+        return True if program.is_function(held) or program.is_class(held) else None
     return three_valued(test, leaf)
 
 

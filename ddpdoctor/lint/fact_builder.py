@@ -106,7 +106,7 @@ class BuilderCore:
             own_conds = tuple((c, flag) for c, flag in own_conds if not _never_taken(fn, c, not flag))
             if under and _opposed(event.guards, under):
                 continue  # rank 0's call into `if local_rank not in [-1, 0]: barrier()`: not on this way
-            if call is not None and event.guards and _closed_by_call(fn, call, event.guards):
+            if call is not None and event.guards and _closed_by_call(fn, call, event.guards, context):
                 continue  # `if local_rank == 0 and not evaluate: barrier()` entered with `evaluate=True`
             if event.kind == "collective" and id(event) not in paired:
                 if call is not None and self._unwrapped_here(fn, call, event, stack[-1] if stack else None):
@@ -1525,15 +1525,13 @@ def truth_at_call(fn: Function, call: ast.Call, test: ast.AST, line: int = 0, lo
     return three_valued(test, leaf)
 
 
-def _closed_by_call(fn: Function, call: ast.Call, guards: tuple) -> bool:
-    """A rank test's other part that the entering call's constants make false (`local_rank == 0
-    and not evaluate` entered with `evaluate=True`): no rank takes the branch on this way."""
-    for guard in guards:
-        for part in guard.test.open:
-            node = _test_of(part)
-            if node is not None and truth_at_call(fn, call, node, guard.line) is False:
-                return True
-    return False
+def _closed_by_call(fn: Function, call: ast.Call, guards: tuple, context: tuple) -> bool:
+    """A rank test's other part that the way in makes false, as _cond_false reads a plain test
+    (`local_rank == 0 and not evaluate` entered with `evaluate=True`): no rank takes the branch
+    on this way."""
+    return any(_cond_false(fn, call, part, part.isidentifier() or (part.startswith("not ") and part[4:].isidentifier()),
+                           context)
+               for guard in guards for part in guard.test.open)
 
 
 def _polarities(guards: tuple) -> frozenset:

@@ -1100,6 +1100,13 @@ def _field_left_unwrapped(program: Program, call: ast.Call, fn: Function):
     (Video-QAP's learner_init): the object keeps the plain module its constructor was given, so
     `self.mdl(batch)` in its training step runs round the wrapper. (the DDP(...) call, its
     function) or None."""
+    found = handed_unwrapped(program, call, fn)
+    return found[:2] if found is not None else None
+
+
+def handed_unwrapped(program: Program, call: ast.Call, fn: Function):
+    """_field_left_unwrapped's answer with the construction that handed the plain module: (the
+    DDP(...) call, its function, the `Learner(mdl=mdl)` call, its function) or None."""
     func = call.func
     holder = func if _self_field(func) else func.value if func.__class__ is ast.Attribute and _self_field(func.value) \
         else None
@@ -1155,11 +1162,8 @@ def _handed_before_wrapping(program: Program, klass, attr: str):
         wrapped = _wrapped_after(program, given, site, scope) if given.__class__ is ast.Name else None
         if wrapped is None:
             return None
-        found = found or wrapped
+        found = found or (*wrapped, site, scope)
     return found
-
-
-_WRAPPER_NAMES = frozenset({"DistributedDataParallel", "DDP", "DataParallel"})
 
 
 def _wrapped_after(program: Program, name: ast.Name, site: ast.Call, scope: Function):
@@ -1175,7 +1179,7 @@ def _wrapped_after(program: Program, name: ast.Name, site: ast.Call, scope: Func
     moves = {id(n.func.value) for n in walk(scope.node) if n.__class__ is ast.Call and n.func.__class__ is ast.Attribute
              and n.func.attr in ("to", "cuda") and n.func.value.__class__ is ast.Name} | \
         {id(n.args[0]) for n in walk(scope.node) if n.__class__ is ast.Call and n.args
-         and last_name(n.func) in _WRAPPER_NAMES}
+         and (program.ddp_call(n, scope) or last_name(n.func) == "DataParallel")}
     for node in walk(scope.node):
         if node.__class__ is ast.Name and node.id == wrapper and node.__class__ is ast.Name and \
                 node.ctx.__class__ is ast.Load and getattr(node, "lineno", 0) > built[0].lineno and id(node) not in moves:

@@ -581,3 +581,10 @@ def test_a_builtin_handed_the_wrapper_proves_no_forward_through_it(tmp_path):
                                      '        loss = core.lipschitz() * core.body(x).sum()')
     found = lint_tree(tmp_path, {"train.py": script, "losses.py": "def margin(model, x, label, lc):\n    return model(x).sum() * lc\n"})
     assert [f.location.line for f in _codes(found, "DDP810")] == [_line(script, "# the step's backward")]
+
+
+def test_the_learner_finding_names_where_it_was_handed_and_fixes_there(tmp_path):
+    script = HANDED_FIRST.format(learner=DATACLASS, body=LATE)
+    found = _codes(lint_tree(tmp_path, {"train.py": script}), "DDP810")
+    assert f"handed at {tmp_path / 'train.py'}:{_line(script, 'learn = Learner(')}" in found[0].message
+    assert "before handing it to the object" in found[0].hint
