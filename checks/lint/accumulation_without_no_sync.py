@@ -93,7 +93,12 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
         optimizer step; a no_sync on a side no run takes (`if last or not self.use_ddp:`
         where every assignment of `self.use_ddp` is False) covers nothing; the step may follow
         the call of the micro-step function in its caller (`self.forward_backward(batch);
-        self.opt.step()` in a step method called once per step).
+        self.opt.step()` in a step method called once per step). A backward under a test no way
+        in passes is no accumulation (`if self.mode == 2:` in a trainer built with `mode`, where
+        `mode = args.mode` and every launch runs --mode 1). A forward with gradients off before
+        the sync flag is set (nanoGPT's `estimate_loss(model)` under `@torch.no_grad()`) prepares
+        no backward and decides no sync, and a forward in an `if` side that leaves the pass
+        (`if eval_only: ...; break`) is not in the pass that sets the flag.
     Why it hurts:
         DDP all-reduces the gradients in every backward. With K micro-steps per optimizer
         step, K-1 of those all-reduces are thrown away: up to K times the communication per

@@ -146,7 +146,11 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         the rest of a pass on a test that is more than a rank test (`if resuming and rank == 0:
         continue`), is that exit's
         consequence: DDP809 reports the exit, once, and DDP801 does not report each collective
-        after it.
+        after it. A model of the script's own class loaded by its own `from_pretrained(path)`
+        (no transformers base) holds what that class builds, whatever the checkpoint's name
+        says; a Lightning Fabric model handed back by `fabric.setup(model, opt)` where every
+        `Fabric(...)` of the file takes a DDP strategy (`strategy="ddp"`) is the DDP wrapper,
+        as Accelerate's prepared model is.
 
     Why it hurts:
         A collective completes only when every rank of the group enters it. The ranks

@@ -118,6 +118,9 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
         helper that draws `next(data)` and backpropagates trains; a loader built by a class
         whose every object the callers hold is made on the one-process side of the switch
         (`if opt.dist: h = ShardedLoader() else: h = PlainLoader()`) is that side's.
+        torchrun and `python -m torch.distributed.launch` with no `--nproc_per_node` start one
+        process per node: a launch written so counts as one process (the finding is then a
+        warning that says so).
     Why it hurts:
         Every rank iterates the whole dataset. Seeded alike, the ranks draw the same
         batches: N GPUs do the work of one, and an epoch takes N times longer than it should

@@ -102,7 +102,17 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
         helper returns under its config and counters (`loss, aux = step(x)`, then `if aux is not
         None:`), the answer of a helper that returns constants only (`if train_one_step(batch):
         break`, True past a step count), or a stopper a trainer steps itself on every rank before
-        testing it, whatever another trainer does with its own under a rank test.
+        testing it, whatever another trainer does with its own under a rank test. Nor is a None
+        test on the batch a prefetcher of the script's own hands out (`input, labels = data`,
+        `if input is None: break`) when that class catches the wrapped loader's StopIteration
+        and hands out None instead: the loader's end, which ranks reading equal shards meet at
+        the same pass (a None it hands out for a failed read is the rank's own). A metric grown
+        from what a collective handed back (`losses.append(accelerator.gather_for_metrics(l))`,
+        `preds += accelerator.gather(logits).argmax(-1).tolist()`) is every rank's, whatever
+        ids the rank hands beside it. A step count stepped on every pass and compared with `==`
+        / `!=` (`or total_step == num_batch`, `and step != 0`) meets and misses its value on
+        some pass of any run: no assumption, so a state only rank 0 sets under such a test is
+        proven rank-only (an error).
     Why it hurts:
         The ranks take different branches: rank 0 leaves the loop while the others enter the
         next epoch's forward and wait in its all-reduce for a rank that never comes - a hang

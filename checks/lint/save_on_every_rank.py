@@ -84,6 +84,12 @@ def save_on_every_rank(facts: LintFacts) -> list[Problem] | Skipped:
         small files of the same content: not reported. Writes one
         after the other in one block under the same rank tests (model, optimizer, EMA) are one
         finding, at the first, naming the others: one block to move under one rank test.
+        A save in a loop over a list bound to `[]` that only rank 0 grows (`to_save.append(
+        "model_latest.pth")` under `if ... and is_global_zero:`, then `for name in to_save:
+        torch.save(...)`) runs on rank 0 alone. A helper whose every call sits under a test no
+        way in passes (a python-fire parameter every launch leaves at False) writes nothing, and
+        a value handed only by a call the options as launched never make (`save(state,
+        is_swa=True)` under `if args.swa:`, --swa off) is no value the helper's tests see.
 
     Why it hurts:
         Every rank writes the same file at the same time. On a shared filesystem the writes

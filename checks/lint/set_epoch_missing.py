@@ -40,7 +40,17 @@ def set_epoch_missing(facts: LintFacts) -> list[Problem] | Skipped:
         (also through a list spread into it), whose loader sets the epoch of its sampler and
         batch sampler at every `iter()`. A `set_epoch` on an object of the script's own class that
         iterates nothing and hands no epoch on (a progress reporter's `reporter.set_epoch(ep)`)
-        sets no sampler.
+        sets no sampler. A loop that back-propagates only to a perturbation of its inputs and
+        reads that gradient, stepping no optimizer (a PGD attack, a saliency map, inline or in a
+        helper it calls), trains nothing: the test loader it reads is an evaluation's. Of a
+        builder making the training loader on one side of `if train_set:` and the test loader
+        on the other, the test sampler's loader is what the calls taking that side bind.
+        A set_epoch under a test the options as launched make false (`if not
+        args.use_batch_sampler:` with the option on by default) sets nothing, where the sampler
+        is built all the same; a sampler a helper returns to one side of a choice is set by
+        `train_loader.sampler.set_epoch(epoch)` on the loader it feeds; a loop at a module's top
+        level reads the binding of its name that reaches it (`tbar = tqdm(val_loader)` after
+        the training loop's `tbar = tqdm(train_loader)`).
 
     Why it hurts:
         DistributedSampler shuffles with the seed `seed + epoch`. Without set_epoch the

@@ -16,7 +16,7 @@ from ddpdoctor.lint.defaults import _assigned, config_settles, constructed_truth
 from ddpdoctor.lint.fact_builder import (_cond_false, _cond_true, _fn_loops, _loops, _single_process, _truth_by_constants,
                                           argument_at, given_constants, loc)
 from ddpdoctor.lint.nodes import children, walk
-from ddpdoctor.lint.patterns import HANDS_THE_LOSS, _loss_of, averages_gradients, backward_loss, launched_engine, dotted, fresh_model, is_const, keyword, last_name, loss_round_the_wrapper, opposite_sides, plain_loss, tests_around, text
+from ddpdoctor.lint.patterns import HANDS_THE_LOSS, _loss_of, grad_off, averages_gradients, backward_loss, launched_engine, dotted, fresh_model, is_const, keyword, last_name, loss_round_the_wrapper, opposite_sides, plain_loss, tests_around, text
 from ddpdoctor.lint.program import Function, Klass, Module
 
 
@@ -738,6 +738,8 @@ class AccumulationFacts:
         backward = self._always(loop.body, fn, self._backward, changed=changed)
         if backward is None:
             return None
+        if self.switched_off(fn, backward):
+            return None  # under a test no way in passes (`if self.mode == 2:` of a trainer built with --mode 1)
         if isinstance(backward.func, ast.Attribute) and backward.func.attr == "backward" and (
                 plain_loss(self.program, _loss_of(backward.func.value), fn) or (
                     backward.args and HANDS_THE_LOSS.search(last_name(backward.func.value) or "")
@@ -923,8 +925,12 @@ class AccumulationFacts:
                             for t in node.targets)):
                         continue
                     owner = next(text(t.value) for t in node.targets if isinstance(t, ast.Attribute))
-                    forwards = [c for c in body if isinstance(c, ast.Call) and (
-                        text(c.func) == owner or self._forwards_in(c, fn, owner)) and c.lineno < node.lineno]
+                    # (not a forward in a block that leaves the pass: `if eval_only and first:
+                    # estimate_loss(model, val); break` above the flag ends that pass there)
+                    left = _leaving_blocks(loop.body)
+                    forwards = [c for c in body if isinstance(c, ast.Call) and c.lineno < node.lineno
+                                and id(c) not in left and (
+                                    text(c.func) == owner or self._forwards_in(c, fn, owner))]
                     if forwards:
                         found.append(AccumulationFact(loc(fn, node), loc(fn, loop), loc(fn, forwards[0]),
                                                       "sync_flag_after_forward"))
@@ -1025,7 +1031,10 @@ class AccumulationFacts:
                     continue
                 params = [a.arg for a in target.node.args.posonlyargs + target.node.args.args]
                 held = {params[i] for i in handed if i < len(params)} | set(named)
-                if any(inner.func.__class__ is ast.Name and inner.func.id in held for inner in target.own_calls):
+                # (with gradients on: a `@torch.no_grad()` evaluation's forward prepares no backward,
+                # so it decides no sync - nanoGPT's `estimate_loss(model)` before the flag is set)
+                if any(inner.func.__class__ is ast.Name and inner.func.id in held
+                       and not grad_off(self.program, inner, target) for inner in target.own_calls):
                     return True
         if not owner.startswith("self.") or not (isinstance(call.func, ast.Attribute) and
                                                  isinstance(call.func.value, ast.Name) and call.func.value.id == "self"):
@@ -1739,6 +1748,19 @@ def _own_pass(body: list):
             continue
         yield node
         todo.extend(children(node))
+
+
+def _leaving_blocks(body: list) -> set[int]:
+    """The ids of the nodes of a loop body's own pass that sit in an `if` side ending in
+    `break` / `continue` / `return` / `raise`: a pass that runs them ends there, before anything
+    written below that `if`."""
+    found: set[int] = set()
+    for node in _own_pass(body):
+        if node.__class__ is ast.If:
+            for side in (node.body, node.orelse):
+                if side and side[-1].__class__ in (ast.Break, ast.Continue, ast.Return, ast.Raise):
+                    found.update(id(n) for stmt in side for n in walk(stmt))
+    return found
 
 
 def _cleared_by_counter(loop: ast.AST, sides: dict, clears: list, steps: list) -> bool:

@@ -48,8 +48,8 @@ def gather(builder: Builder, ddp: bool) -> list[rank_state.RankLocalDecision]:
                 item = items.get(id(stmt))
                 if item is None or item.guards or not item.loops or item.loops[-1] is not loop:
                     continue
-                if rank_state.never_none_batch(builder.program, fn, loop, stmt.test):
-                    continue  # (a default-collated loader yields no None batch)
+                if rank_state.none_batch_alike(builder.program, fn, loop, stmt.test):
+                    continue  # (a default-collated loader yields no None batch; a prefetcher's end is every rank's)
                 if _helper_verdict(builder, fn, stmt.test):
                     continue  # `if train_one_step(step, batch): break`: the helper's answer, not the batch
                 flags = (rank_state.value_inputs(rank_state.none_decided_by(loop, stmt.test, builder.program, fn)) & names) - shared

@@ -619,6 +619,8 @@ def one_process_launch(script: Path, read: list, plain_one: bool = False) -> str
             head = command[:runs.search(command).start()]
             counts = _PROCESS_COUNT.findall(head)
             launcher = _MULTI_PROCESS.search(head) or re.search(r"\bmpiexec\b", head)
+            if launcher and not counts and _TORCH_LAUNCHER.search(head) and not _OTHER_LAUNCHER.search(head):
+                counts = ["1"]  # torchrun / torch.distributed.launch start one process per node unless told
             if not launcher and not plain_one:
                 continue  # `python train.py`: it may spawn its ranks itself, or fail without a launcher
             if launcher and not counts or any(c != "1" for c in counts) or _NODES_ABOVE_ONE.search(head):
@@ -636,6 +638,11 @@ def one_process_launch(script: Path, read: list, plain_one: bool = False) -> str
 _PROCESS_COUNT = re.compile(r"(?:\s-n|\s-np|--np|--nproc[_-]per[_-]node|--num[_-]processes|--ntasks|--num[_-]gpus)"
                             r"(?:=|\s+)(\S+)")
 _NODES_ABOVE_ONE = re.compile(r"--nnodes(?:=|\s+)(?!1\b)\S+|--num[_-]machines(?:=|\s+)(?!1\b)\S+")
+
+
+# the launchers whose --nproc_per_node defaults to 1, and those whose count is their allocation's
+_TORCH_LAUNCHER = re.compile(r"torch\.distributed\.(?:launch|run)\b|\btorchrun\b")
+_OTHER_LAUNCHER = re.compile(r"\b(?:srun|mpirun|mpiexec|deepspeed)\b|\baccelerate\s+launch\b")
 
 
 # torchrun and what it is: the local rank goes in the environment only

@@ -408,6 +408,10 @@ def defined_truth(test: ast.AST, program: Program, fn) -> Optional[bool]:
     return three_valued(test, leaf)
 
 
+# a switch that says whether the run is distributed (`cfg.ddp`, `args.distributed`, `use_fsdp`)
+DIST_SWITCH = re.compile(r"distributed|ddp|fsdp|deepspeed|(?:^|_)dist(?:_|$)|is_initialized|multi_?gpu", re.IGNORECASE)
+
+
 def settled(test: ast.AST, program: Program) -> Optional[bool]:
     """The truth of a test on the run as launched, where the options decide it: `args.task ==
     "short_term"` with --task defaulting to "long_term", `args.flag` (store_true), `args.ckpt is
@@ -428,8 +432,15 @@ def _settled_part(test: ast.AST, program: Program) -> Optional[bool]:
             return answers.pop()
     if isinstance(test, ast.Attribute):
         value = option_value(test, program)
-        return bool(value) if isinstance(value, (bool, int, str)) or value is None and \
-            _declared_none(test, program) else None
+        if isinstance(value, (bool, int, str)) or value is None and _declared_none(test, program):
+            return bool(value)
+        # (a config flag every YAML config beside the script sets alike: `if cfg.opt.ema.use:`
+        # with `ema: use: true` in the Hydra default config and no config saying otherwise)
+        # (not the switch of the distributed run itself: a config shipped with `ddp: false` is
+        # the one-GPU run, and the findings are about the run that turns it on)
+        held = config_settles(test, program) if value is None and not DIST_SWITCH.search(test.attr) else None
+        truths = {bool(v) for v in held if isinstance(v, (bool, int, str))} if held else set()
+        return truths.pop() if len(truths) == 1 and len(held) == len([v for v in held if isinstance(v, (bool, int, str))]) else None
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
         return None
     op, right = test.ops[0], test.comparators[0]

@@ -12,7 +12,7 @@ from typing import Iterator, Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import reaching
-from ddpdoctor.lint.defaults import declared_off, off_at_launch, option_value, runs_once_at_launch, three_valued
+from ddpdoctor.lint.defaults import DIST_SWITCH, declared_off, off_at_launch, option_value, runs_once_at_launch, three_valued
 from ddpdoctor.lint.nodes import parse_test as _test_of, walk
 from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_BUILT, DDP_FORWARD, fresh_model, fsdp_builder, plain_module, prepared_ddp, holds_no_ddp, dotted, grad_off_by, grad_switch, is_const, keyword, last_name,
                                      ddp_model, tests_around, text, through_grad_off)
@@ -1734,21 +1734,28 @@ def argument_at(target: Function, call: ast.Call, param: str) -> Optional[ast.AS
     return value
 
 
-def given_constants(callers: dict, fn: Function, param: str, depth: int = 3, taken: tuple = ()) -> Optional[set]:
+def given_constants(callers: dict, fn: Function, param: str, depth: int = 3, taken: tuple = (),
+                    program: Optional[Program] = None) -> Optional[set]:
     """The constants every way into fn gives its parameter: passed, left at its default, or a
     caller's own parameter so given (a few calls up). None where some way gives anything else.
     callers: BuilderCore.callers(). taken: the (test, side) pairs around the statement asked
     about; a call that makes one of them false never reaches it, and is not counted (empty: no
-    call does)."""
+    call does). With the program, an option read handed in (`Trainer(args.mode)`, or a name
+    bound once to one: `mode = args.mode` then `Trainer(mode)`) is its value as launched."""
     sites = callers.get(fn, [])
     if not sites or depth <= 0:
         return None
     found: set = set()
     for caller, event in sites:
+        if program is not None and event.kind == "ref" and (held := _fire_value(program, caller, event.node, fn, param)) is not None:
+            found.add(held)  # `fire.Fire(main)`: main's parameter is a command-line option
+            continue
         if event.kind != "call" or not isinstance(event.node, ast.Call):
             return None  # a reference (`mp.spawn(fn, args=...)`) hands its arguments another way
         if any(_cond_false(fn, event.node, cond, flag, ()) for cond, flag in taken):
             continue  # (`if parallel:` around a sampler, a call leaving parallel False)
+        if program is not None and off_at_launch(caller.__dict__.get("_call_conds", {}).get(id(event.node), ()), program):
+            continue  # (a call under `if args.swa:` with --swa off as launched: no way in on that run)
         handed = _partial_names(fn, event.node, param)
         if handed is not None:  # (a partial's own parameter: what its builder's callers give)
             for name, scope in handed:
@@ -1769,9 +1776,36 @@ def given_constants(callers: dict, fn: Function, param: str, depth: int = 3, tak
             found |= above
         elif isinstance(value, ast.Name) and local_constants(caller, value.id) is not None:
             found |= local_constants(caller, value.id)
+        elif program is not None and (held := _launched_option(program, caller, value)) is not None:
+            found.add(held)
         else:
             return None
     return found
+
+
+def _fire_value(program: Program, caller: Function, call: ast.AST, fn: Function, param: str):
+    """The value as launched of fn's parameter where `call` is `fire.Fire(fn)`: python-fire makes
+    each parameter an option (lint/options.py declares them so), its default unless a launch
+    gives it; None otherwise."""
+    if not (call.__class__ is ast.Call and call.args and call.args[0].__class__ is ast.Name
+            and call.args[0].id == fn.name and (program.qualify(call.func, caller) or "") == "fire.Fire"):
+        return None
+    held = program.option_defaults().get(param) if not DIST_SWITCH.search(param) else None
+    return held if isinstance(held, (bool, int, float, str)) else None
+
+
+def _launched_option(program: Program, scope: Function, value: ast.AST):
+    """The value as launched of an option read (`args.mode`), or of a name scope binds once, to
+    such a read (`mode = args.mode`, at the module's top); None otherwise."""
+    if value.__class__ is ast.Name and not (value.id in scope.params or value.id in scope.kwonly):
+        bound = scope.bindings.get(value.id, ())
+        if len(bound) != 1:
+            return None
+        value = bound[0][1]
+    if value.__class__ is not ast.Attribute or DIST_SWITCH.search(value.attr):
+        return None  # (not the distributed run's own switch: `ddp: false` is the one-GPU config)
+    held = option_value(value, program)
+    return held if isinstance(held, (bool, int, float, str)) else None
 
 
 def _never_taken(fn: Function, cond: str, flag: bool) -> bool:
@@ -1899,7 +1933,7 @@ def never_true(callers: dict, fn: Function, cond: str, flag: bool = True, progra
             return bool(values) and all(bool(v) == negated for v in values)
         if not name.isidentifier():
             return False
-        values = _constants_of(callers, fn, name)
+        values = _constants_of(callers, fn, name, program)
         return bool(values) and all(bool(v) == negated for v in values)
     if len(cond) > 300 or " == " not in cond and " != " not in cond and " in " not in cond:
         return False
@@ -1919,10 +1953,10 @@ def _own_attr(node: ast.AST) -> bool:
     return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
 
 
-def _constants_of(callers: dict, fn: Function, name: str) -> Optional[set]:
+def _constants_of(callers: dict, fn: Function, name: str, program: Optional[Program] = None) -> Optional[set]:
     values = local_constants(fn, name)
     if values is None and name in fn.params:
-        values = given_constants(callers, fn, name)
+        values = given_constants(callers, fn, name, program=program)
     return values
 
 
@@ -1959,10 +1993,10 @@ def attr_constants(program, callers: dict, fn: Function, attr: str) -> Optional[
     if len(stored) != 1:
         return None
     init, param = stored[0]
-    if any(isinstance(n, (ast.Assign, ast.AugAssign)) and any(dotted(t) == key for t in (n.targets if isinstance(n, ast.Assign) else [n.target]))
-           for c in chain for f in c.methods.values() if f is not init for n in f.own):
+    if any(any(dotted(t) == key for t in (n.targets if n.__class__ is ast.Assign else [n.target]))
+           for c in chain for f in c.methods.values() if f is not init for n in f.own_of(ast.Assign, ast.AugAssign)):
         return None
-    return given_constants(callers, init, param)
+    return given_constants(callers, init, param, program=program)
 
 
 def _truth_by_constants(callers: dict, fn: Function, test: ast.AST, program=None,
@@ -1973,7 +2007,7 @@ def _truth_by_constants(callers: dict, fn: Function, test: ast.AST, program=None
         if isinstance(part, ast.Name) or (own_attrs and _own_attr(part) and program is not None):
             # (`if self.checkpoint_dir and ...:` where every construction hands the constructor
             # `checkpoint_dir="checkpoints"`: its truth too)
-            values = _constants_of(callers, fn, part.id) if isinstance(part, ast.Name) else \
+            values = _constants_of(callers, fn, part.id, program) if isinstance(part, ast.Name) else \
                 attr_constants(program, callers, fn, part.attr)
             truths = {bool(v) for v in values} if values else set()
             return truths.pop() if len(truths) == 1 else None
@@ -1988,7 +2022,7 @@ def _truth_by_constants(callers: dict, fn: Function, test: ast.AST, program=None
             allowed = [e.value for e in right.elts]
         else:
             return None
-        values = _constants_of(callers, fn, part.left.id) if isinstance(part.left, ast.Name) else \
+        values = _constants_of(callers, fn, part.left.id, program) if isinstance(part.left, ast.Name) else \
             attr_constants(program, callers, fn, part.left.attr)
         return compared(op, values, allowed) if values else None
     return three_valued(test, leaf)

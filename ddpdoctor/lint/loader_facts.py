@@ -12,7 +12,7 @@ from typing import Optional
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint.fact_builder import (pinned_constants, _cond_false, _fn_loops, switch_form, rank_guards, _single_process, _statement_blocks, _switched, _test_of,
                                          argument_at, given_constants, loc, never_true, ruled_out)
-from ddpdoctor.lint.defaults import LAUNCH_WORDS, off_at_launch, option_value, runs_once_at_launch, settled
+from ddpdoctor.lint.defaults import DIST_SWITCH, LAUNCH_WORDS, off_at_launch, option_value, runs_once_at_launch, settled
 from ddpdoctor.lint.nodes import children, param_defaults, source_lines, walk
 from ddpdoctor.lint.process_seeds import _off_by_default as _seed_option_unset, _on_import, _seeds_direct_path, _with_own_calls, seed_has_rank, seeded_per_rank
 from ddpdoctor.lint.rank_state import rank_advanced
@@ -968,6 +968,9 @@ class LoaderFacts:
                              if isinstance(c, ast.Call) and self._runs_backward(c, fn)]
                 if not backwards:
                     continue
+                if _input_gradients(fn) and all(c.func.__class__ is ast.Attribute and c.func.attr == "backward"
+                                                for c in backwards):
+                    continue  # it back-propagates to its inputs and reads their gradients (an attack, a saliency map)
                 if all(isinstance(c.func, ast.Attribute) and c.func.attr == "backward" and not c.args
                        and plain_loss(self.program, c.func.value, fn) for c in backwards):
                     self._plain_loops.add(id(node))
@@ -1169,10 +1172,11 @@ class LoaderFacts:
             return True
         if depth <= 0:
             return False
+        # (not an attack's: a helper back-propagating to its inputs trains nothing)
         return any(self._may_backward(inner, target, depth - 1)
                    for target in self.program.resolve(call.func, fn)[0]
                    if target.node is not None and not isinstance(target.node, ast.Module)
-                   for inner in target.own_calls)
+                   and not _input_gradients(target) for inner in target.own_calls)
 
     def _evaluates(self, fn: Function) -> bool:
         """fn evaluates: it turns gradients off for some of its work and runs no backward
@@ -1393,7 +1397,8 @@ class LoaderFacts:
             read |= {name for c in fn.own_calls if isinstance(c.func, ast.Name) and c.func.id == "iter" and c.args
                      for _, name in self._iterated_names_of(c.args[0], fn)}
             if read:
-                (other if any(self._may_backward(c, fn) for c in fn.own_calls) else quiet).update(read)
+                backprops = not _input_gradients(fn) and any(self._may_backward(c, fn) for c in fn.own_calls)
+                (other if backprops else quiet).update(read)
         self._backward_free = (quiet, other)
         return self._backward_free
 
@@ -2246,7 +2251,14 @@ class LoaderFacts:
         set_epochs = [(fn, call, loops) for fn, call, _, loops in found_set_epochs]
         epochs = _EpochIndex(set_epochs)
         # the ones on a side of a switch no way in takes (asked once, not once per sampler)
+        # (or under a test the options, as launched, make false: `if not args.use_batch_sampler:
+        # loader.sampler.set_epoch(e)` with that option on by default)
         switched = {id(call) for fn, call, _ in set_epochs if self.switched_off(fn, call) or self._never_built(call, fn)}
+        # (not the distributed switch itself - `if args.distributed: sampler.set_epoch(e)`: the
+        # run that builds the sampler is the one that turns it on)
+        launched_off = {id(call) for fn, call, _ in set_epochs
+                        if any(off_at_launch((cond,), program) and not DIST_SWITCH.search(cond[0])
+                               for cond in fn.__dict__.get("_call_conds", {}).get(id(call), ()))}
         ranked = {id(call): rank_guards(guards) for _, call, guards, _ in found_set_epochs}  # the rank tests around each
         iterated = self._iterated()
         epoch_loop = any("epoch" in text(n.target).lower()
@@ -2310,6 +2322,14 @@ class LoaderFacts:
                         loader_name = fact.name if fact else ""
                         loader_at = fact.location if fact else loader_at
                 name = f"{loader_name}.sampler" if loader_name else name
+            holder = None  # (the function building the loader a helper's sampler feeds)
+            if (name == fn.name or (loader_at is None and name and _returned_alone(fn, name))) \
+                    and not isinstance(fn.node, ast.Module):
+                # `sampler=make_sampler(ds, shuffle=True)`: the loaders that take what the helper returns
+                # (also `sampler = DistributedSampler(ds) if n > 1 else None; return sampler`)
+                # (before the set_epoch calls are matched: `train_loader.sampler.set_epoch(e)` in
+                # the caller sets this one, not another loader's)
+                loader_at, fed, shuffle, holder = self._fed_from_helper(fn, by_line, loader_at, fed, shuffle)
             own = name.split(".")[0] if "." not in name else ""
             matched = []
             matched_calls: list = []
@@ -2326,13 +2346,18 @@ class LoaderFacts:
             once = all(loops == 0 and not self.in_loop(sfn) and not self._runs_per_draw(sfn)
                        and self._called_from_the_top(sfn) for sfn, _, loops in set_epochs)
             off = None  # a set_epoch on a side of a switch no way in takes
+            # (a sampler built only where the options as launched say not - `DistributedSampler(ds)
+            # if args.distributed else None` - is judged on the launch that builds it)
+            sampler_off = bool(off_at_launch(fn.__dict__.get("_call_conds", {}).get(id(call), ()), program)) or \
+                _under_launched_off_choice(fn, call, program)
             stale = None  # a set_epoch on the sampler the previous pass built (_rebuilt_after)
             for sfn, scall, loops in set_epochs:
                 if self._never_runs(sfn, scall):
                     continue  # `if sampler is not None: sampler.set_epoch(e)`, no caller hands one in
-                if id(scall) in switched:
+                if id(scall) in switched or (id(scall) in launched_off and not sampler_off):
                     # `if self.ddp: sampler.set_epoch(epoch)` in a trainer every construction
-                    # leaves at its default `ddp=False`: it never runs
+                    # leaves at its default `ddp=False`: it never runs (nor one under a test the
+                    # options as launched make false, where the sampler is built all the same)
                     off = off or loc(sfn, scall)
                     continue
                 receiver = scall.func.value
@@ -2342,7 +2367,7 @@ class LoaderFacts:
                     rname = receiver.slice.value  # `loaders["train_sampler"].set_epoch(epoch)`
                 # (`other_loader.sampler.set_epoch(e)` sets that loader's sampler, whatever its name)
                 elsewhere = _another_loaders(program, receiver, sfn, fed or loader_name, loader_at, by_line) \
-                    or _handed_another_sampler(program, receiver, sfn, call)
+                    or _handed_another_sampler(program, receiver, sfn, call, fn)
                 by_sampler_name = (rname in ("sampler", "batch_sampler", "train_sampler")
                                    or (dotted(receiver) or "").endswith(".sampler")) and not elsewhere
                 if _another_sampler_here(program, receiver, sfn, call):
@@ -2398,23 +2423,20 @@ class LoaderFacts:
                 # rebuilt in the epoch loop with a seed that moves with it (`seed=base + epoch`):
                 # each pass shuffles anew, as set_epoch(epoch) would make it
                 matched.append(loc(fn, call))
-            holder = None  # (the function building the loader a helper's sampler feeds)
-            if (name == fn.name or (loader_at is None and name and _returned_alone(fn, name))) \
-                    and not isinstance(fn.node, ast.Module):
-                # `sampler=make_sampler(ds, shuffle=True)`: the loaders that take what the helper returns
-                # (also `sampler = DistributedSampler(ds) if n > 1 else None; return sampler`)
-                loader_at, fed, shuffle, holder = self._fed_from_helper(fn, by_line, loader_at, fed, shuffle)
             names = {n for n in (own, loader_name, name, fed) if n}
             returned = {r.value.id for r in fn.own_of(ast.Return) if isinstance(r.value, ast.Name)}
             if (fn.name in names or names & returned) and not isinstance(fn.node, ast.Module):
                 # `return DataLoader(...)` from a builder: the names its callers bind the loader
                 # to (`self.val_loader = make_eval_loader(ds)`), not the loop variable's name
-                names |= {self.bound_name(c, e.node) for c, e in self.callers().get(fn, [])
-                          if isinstance(e.node, ast.Call)} - {""}
+                # (those of the calls that can take the sampler's side: `get_loaders(train_set=False)`
+                # binds no loader of the `if train_set:` side)
+                taking = [(c, e) for c, e in self.callers().get(fn, [])
+                          if isinstance(e.node, ast.Call) and not ruled_out(fn, call, e.node, program=self.program)]
+                names |= {self.bound_name(c, e.node) for c, e in taking} - {""}
                 # and one builder further out: `train_loader = prepare_dataloader(ds)` handed back
                 # as `return train_loader, dev_loader` to `train_data, dev_data = get_dataloaders()`
-                for c, e in self.callers().get(fn, []):
-                    bound = self.bound_name(c, e.node) if isinstance(e.node, ast.Call) else ""
+                for c, e in taking:
+                    bound = self.bound_name(c, e.node)
                     if bound and not isinstance(c.node, ast.Module):
                         names |= self._names_outside(c, bound) - {bound}
             elif not isinstance(fn.node, ast.Module):
@@ -2452,7 +2474,7 @@ class LoaderFacts:
                 across = False
             if across and feeds is not None and not feeds.trains and feeds.name and not TRAIN_NAME.search(feeds.name) and \
                     any(f.trains for f in loaders if f is not feeds) and \
-                    not any(self._trains(fn, n) for n in names) and self._read_without_backward(names):
+                    not any(self._trains(fn, n, call=call) for n in names) and self._read_without_backward(names):
                 # a loader no backward reads, beside the one the training loop does (an analysis
                 # pass over the training set every few epochs, DDP-for-NC's `analysis_loader`):
                 # its passes visit every sample whatever the order
@@ -3347,8 +3369,9 @@ def _held(program, iterated: ast.AST, fn: Function, aliases: bool = True) -> lis
         if not isinstance(sub, ast.Name):
             continue
         # (the bindings that reach this read: `data_loader = tqdm(train_loader)` before the
-        # training loop, `data_loader = tqdm(val_loader)` before the validation one, in one body)
-        reached = reaching.reaching_values(fn.node, sub.id, sub) if fn.node.__class__ is not ast.Module else None
+        # training loop, `data_loader = tqdm(val_loader)` before the validation one, in one body;
+        # at a module's top level too: `tbar = tqdm(dataloader_val)` after the epoch's training)
+        reached = reaching.reaching_values(fn.node, sub.id, sub)
         for value, scope in program.values_of(sub, fn, 1):
             if value is sub:
                 continue
@@ -3386,7 +3409,8 @@ def _input_gradients(fn: Function) -> bool:
                   and is_const(node.value, True)}
         read = any(n.__class__ is ast.Attribute and n.attr == "grad" and n.value.__class__ is ast.Name
                    and n.value.id in wants for n in walk(fn.node))
-        steps = any(c.func.__class__ is ast.Attribute and c.func.attr == "step" for c in fn.own_calls)
+        # (no `opt.step()`, and no helper named for one: `self.optimizer_step()`)
+        steps = any("step" in (last_name(c.func) or "") for c in fn.own_calls)
         found = fn.__dict__["_input_gradients"] = read and not steps
     return found
 
@@ -3578,11 +3602,26 @@ def _one_batch_of_a_fresh_loader(fn: Function, name: str) -> bool:
     return drawn == 1 and all(id(r) in sized for r in reads)
 
 
-def _handed_another_sampler(program, receiver: ast.AST, fn: Function, sampler: ast.Call) -> bool:
+def _under_launched_off_choice(fn: Function, call: ast.Call, program) -> bool:
+    """The call sits on the side of a conditional expression whose test the options as launched
+    settle the other way (`DistributedSampler(ds) if args.distributed else None`, --distributed
+    a switch left off)."""
+    for node in fn.own_of(ast.IfExp):
+        for side, wanted in ((node.body, True), (node.orelse, False)):
+            if any(n is call for n in walk(side)):
+                truth = settled(node.test, program)
+                if truth is not None and truth != wanted:
+                    return True
+    return False
+
+
+def _handed_another_sampler(program, receiver: ast.AST, fn: Function, sampler: ast.Call,
+                            maker: Optional[Function] = None) -> bool:
     """`source_loader = build_dataloader(ds, sampler=source_sampler)`, then
     `source_loader.sampler.set_epoch(e)`: it sets the sampler source_sampler was built as, not
     `sampler` (this one), though one builder makes both loaders (HSI domain adaptation's target
-    loader is never set). Only where what the loader is handed is seen to be built elsewhere."""
+    loader is never set). Only where what the loader is handed is seen to be built elsewhere
+    (not by a call of `maker`, the helper that builds and returns this sampler)."""
     if not (isinstance(receiver, ast.Attribute) and receiver.attr in ("sampler", "batch_sampler")
             and isinstance(receiver.value, ast.Name)):
         return False
@@ -3593,9 +3632,11 @@ def _handed_another_sampler(program, receiver: ast.AST, fn: Function, sampler: a
         handed = keyword(value, "sampler") or keyword(value, "batch_sampler")
         if handed.__class__ is not ast.Name:
             return False
-        made = [v for v, _ in program.values_of(handed, scope, 1) if v is not handed]
-        if not made or any(v.__class__ is not ast.Call or v is sampler for v in made):
+        made = [(v, where) for v, where in program.values_of(handed, scope, 1) if v is not handed]
+        if not made or any(v.__class__ is not ast.Call or v is sampler for v, _ in made):
             return False  # (a loop's name, a parameter: may be this sampler)
+        if maker is not None and any(maker in program.resolve(v.func, where)[0] for v, where in made):
+            return False  # (`sampler = make_sampler(...)` on one side of a switch: this one)
     return True
 
 

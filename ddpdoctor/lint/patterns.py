@@ -1925,9 +1925,21 @@ def _prepares(scope: Function) -> list[ast.Assign]:
         found = scope.__dict__["_prepares"] = [
             node for node in scope.own
             if node.__class__ is ast.Assign and len(node.targets) == 1 and isinstance(node.value, ast.Call)
-            and isinstance(node.value.func, ast.Attribute) and node.value.func.attr == "prepare"
-            and "accelerator" in (dotted(node.value.func.value) or "").lower()]
+            and isinstance(node.value.func, ast.Attribute) and (
+                (node.value.func.attr == "prepare" and "accelerator" in (dotted(node.value.func.value) or "").lower())
+                or (node.value.func.attr in ("setup", "setup_module")
+                    and "fabric" in (dotted(node.value.func.value) or "").lower() and _fabric_ddp(scope)))]
     return found
+
+
+def _fabric_ddp(scope: Function) -> bool:
+    """Every `Fabric(...)` of the file builds it with a DDP strategy (`strategy="ddp"`, or
+    "ddp_spawn", "ddp_find_unused_parameters_true"): `model, opt = fabric.setup(model, opt)`
+    hands back the module wrapped in DistributedDataParallel, as Accelerate's prepare does."""
+    made = [c for c in scope.file.of(ast.Call) if last_name(c.func) == "Fabric"]
+    strategies = [keyword(c, "strategy") for c in made]
+    return bool(made) and all(s is not None and s.__class__ is ast.Constant and isinstance(s.value, str)
+                              and s.value.startswith("ddp") for s in strategies)
 
 
 # A forward of a FullyShardedDataParallel model (torch's or fairscale's): every forward
@@ -2298,11 +2310,16 @@ def _buffered(program: Program, node: ast.AST, fn: Function, depth: int, seen: s
                 value.func.attr in ("from_pretrained", "from_config"):
             # `model_class.from_pretrained(path)`: an instance of the class the receiver names,
             # or of the family the checkpoint's name says (an Auto class)
+            owner = built_class(program, value.func.value, scope)
+            own = program.is_class(owner) and all(
+                b.startswith("torch.") or "." not in b for b in program.library_bases(owner))
+            # (not for a class of the script's own deriving from no library model, whose
+            # from_pretrained loads weights into its own layers: `BertTextModel.from_pretrained(
+            # "bert_model")` of a re-written BERT holds what that class builds, not HF's buffers)
             if _buffered(program, value.func.value, scope, depth - 1, seen) or \
-                    _buffered_checkpoint(program, value, scope):
+                    (not own and _buffered_checkpoint(program, value, scope)):
                 return True
             # (the project's own model class, `XLMR_PMR.from_pretrained(path)`: what it builds)
-            owner = built_class(program, value.func.value, scope)
             if program.is_class(owner) and _class_buffered(program, owner, seen):
                 return True
         full = (program.qualify(value.func, scope) or "") if isinstance(value, ast.Call) else \

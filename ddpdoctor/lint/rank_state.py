@@ -2229,7 +2229,7 @@ def _tensor_values(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool
                 continue  # `nxt = next(it, None)` ... `if nxt is None: break`: the loader's end
             # (the batch a rank hands its DDP forward is still its own: only what a collective
             # was handed is shared, for a test on the batch itself)
-            if never_none_batch(builder.program, fn, item.loops[-1], stmt.test):
+            if none_batch_alike(builder.program, fn, item.loops[-1], stmt.test):
                 continue  # `if batch is None: continue` over a default-collated DataLoader: never taken
             decided = none_decided_by(item.loops[-1], stmt.test, builder.program, fn)
             value = _from_the_forward(decided, item.loops[-1], shared) or \
@@ -2676,16 +2676,22 @@ def _step_helper(builder: Builder, fn: Function) -> bool:
         isinstance(c.func, ast.Attribute) and c.func.attr == "backward" for c in fn.own_calls)
 
 
+def _none_tested(test: ast.AST) -> Optional[ast.AST]:
+    """What `x is None` / `x is not None` / `not x` tests (x), or None for another test."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return test.operand
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Is, ast.IsNot)) \
+            and is_const(test.comparators[0], None):
+        return test.left
+    return None
+
+
 def _loader_ran_out(program, fn: Function, test: ast.AST) -> bool:
     """`if nxt is None:` (or `is not None`, `not nxt`) where every binding of nxt in fn is
     `next(it, None)`: the None is the iterator's end, which ranks reading equal shards meet at
     the same pass, not a number of their own batch."""
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        name = test.operand
-    elif isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Is, ast.IsNot)) \
-            and is_const(test.comparators[0], None):
-        name = test.left
-    else:
+    name = _none_tested(test)
+    if name is None:
         return False
     if not isinstance(name, ast.Name):
         return False
@@ -2699,6 +2705,51 @@ def _loader_ran_out(program, fn: Function, test: ast.AST) -> bool:
         bound = [v for _, v, scope in program.lookup(name.id, fn) if scope is fn]
     return bool(bound) and all(isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == "next"
                                and len(v.args) == 2 and is_const(v.args[1], None) for v in bound)
+
+
+def _prefetcher_ran_out(program, fn: Function, loop: ast.AST, test: ast.AST) -> bool:
+    """`for i, data in enumerate(loader): input, labels = data; if input is None: break` where the
+    loop reads an object of the script's own class that catches the StopIteration of the loader
+    it wraps and hands out None (or a list of None) instead - a CUDA prefetcher's end of data:
+    ranks reading equal shards meet it at the same pass, like `next(it, None)`'s."""
+    name = _none_tested(test)
+    if name is None:
+        return False
+    if name.__class__ is not ast.Name or loop.__class__ not in (ast.For, ast.AsyncFor) or fn.node is None:
+        return False
+    # the loop's own names, and what the body unpacks from them (`input, lengths, labels = data`)
+    drawn = {n.id for n in walk(loop.target) if n.__class__ is ast.Name}
+    for node in walk(loop):
+        if node.__class__ is ast.Assign and node.value.__class__ is ast.Name and node.value.id in drawn:
+            drawn |= {n.id for t in node.targets for n in walk(t) if n.__class__ is ast.Name}
+    if name.id not in drawn:
+        return False
+    source = loop.iter
+    for _ in range(4):
+        while source.__class__ is ast.Call and last_name(source.func) in ("enumerate", "tqdm", "iter") and source.args:
+            source = source.args[0]
+        if source.__class__ is not ast.Name:
+            break
+        bound = reaching.reaching_values(fn.node, source.id, loop)
+        if not bound or len(bound) != 1:
+            return False
+        source = bound[0]
+    if source.__class__ is not ast.Call:
+        return False
+    klass = program.callee(source.func, fn)
+    return program.is_class(klass) and ("__next__" in klass.methods or "next" in klass.methods) and any(
+        _hands_none_at_the_end(handler) for method in klass.methods.values()
+        for handler in method.own_of(ast.ExceptHandler))
+
+
+def _hands_none_at_the_end(handler: ast.ExceptHandler) -> bool:
+    """`except StopIteration: self.batch = None` (or `[None for _ in self.batch]`, `return None`):
+    the end of the wrapped loader becomes a None item, not the end of the loop."""
+    caught = handler.type
+    if caught is None or not any(last_name(n) == "StopIteration" for n in walk(caught)):
+        return False
+    return not any(n.__class__ is ast.Raise for n in walk(handler)) and \
+        any(is_const(n, None) for n in walk(handler))
 
 
 def _binding_above(fn: Function, test: ast.AST, name: str) -> Optional[ast.AST]:
@@ -3214,6 +3265,13 @@ def _none_sides_returned(program, fn: Function, loop: ast.AST, name: str) -> lis
             sides.extend(found)
         return sides
     return []
+
+
+def none_batch_alike(program, fn: Function, loop: ast.AST, test: ast.AST) -> bool:
+    """A None test on the loop's batch that every rank answers alike: never true (a default
+    collate) or true at the loader's end, which ranks reading equal shards meet at the same pass
+    (a prefetcher's None): the home both readers of batch tests ask (rank_state, batch_flags)."""
+    return never_none_batch(program, fn, loop, test) or _prefetcher_ran_out(program, fn, loop, test)
 
 
 def never_none_batch(program, fn: Function, loop: ast.AST, test: ast.AST) -> bool:

@@ -23,7 +23,7 @@ from dataclasses import replace
 from typing import Any, Optional
 
 from ddpdoctor.lint import reaching
-from ddpdoctor.lint.defaults import config_settles, default_truth
+from ddpdoctor.lint.defaults import DIST_SWITCH as _DIST_SWITCH, config_settles, default_truth
 from ddpdoctor.lint.nodes import param_defaults, walk
 from ddpdoctor.lint.patterns import (RANK_CALLS, RANK_ENV, RankTest, _dict_call_literal, _dispatched, dotted, env_key, is_const,
                                      last_name, name_pattern, text)
@@ -61,7 +61,6 @@ UNIFORM_NAME = re.compile(r"(?:^|_)(?:distributed|ddp|dist|multi_gpu|multigpu)(?
 # A count of the GPUs the run uses, by its name (`ngpus`, `num_gpus`, `n_gpus`)
 GPU_COUNT = re.compile(r"(?:^|_)(?:num_?gpus|n_?gpus)$", re.IGNORECASE)
 # A flag or call whose name says the run is distributed (`is_distributed`, `dist.is_initialized()`).
-_DIST_SWITCH = re.compile(r"distributed|ddp|fsdp|deepspeed|(?:^|_)dist(?:_|$)|is_initialized|multi_?gpu", re.IGNORECASE)
 # A switch whose name says the negation (`args.no_ddp`, `disable_dist`): true where the run is
 # one process, not where it is distributed.
 NEGATED_SWITCH = re.compile(r"^(?:no|not|non|disable|without)_", re.IGNORECASE)
@@ -936,7 +935,8 @@ class RankFlow:
             found = self.guard(part, fn, depth)
             if found is not None:
                 ranked.append(found)
-            elif not self.uniform(part, fn) and not _periodic(part) and not _counted_past(part, fn, self.program):
+            elif not self.uniform(part, fn) and not _periodic(part) and not _counted_past(part, fn, self.program) \
+                    and not _counted_equality(part, fn):
                 values.append(part)
         if not ranked:
             return None
@@ -1961,6 +1961,27 @@ def _counted_past(node: ast.AST, fn: Function, program: Program = None) -> bool:
     # (against a setting, only a loop's own counter: one stepped by `+=` may be stepped only when
     # the loss stalls, a value the finding has to assume)
     return _counter(dotted(node.left), fn, stepped=isinstance(bound, ast.Constant))
+
+
+def _counted_equality(node: ast.AST, fn: Function) -> bool:
+    """`total_step == num_batch` / `total_step != 0` where a loop of fn steps `total_step` up on
+    every pass (`+=` in the loop's own body, under no test, or the loop's range / enumerate
+    counter): every rank counts alike, and the count meets the value on one pass and misses it on
+    the others - both answers come on some pass of any run long enough; not a value to assume."""
+    if not (node.__class__ is ast.Compare and len(node.ops) == 1 and node.ops[0].__class__ in (ast.Eq, ast.NotEq)):
+        return False
+    name = dotted(node.left)
+    if not name:
+        return False
+    for loop in fn.own_of(ast.For, ast.While):
+        if any(stmt.__class__ is ast.AugAssign and stmt.op.__class__ is ast.Add and dotted(stmt.target) == name
+               and stmt.value.__class__ is ast.Constant for stmt in loop.body):
+            return True
+        if loop.__class__ is ast.For and loop.iter.__class__ is ast.Call and last_name(loop.iter.func) in ("range", "enumerate"):
+            target = loop.target.elts[0] if loop.target.__class__ is ast.Tuple and loop.target.elts else loop.target
+            if dotted(target) == name and (last_name(loop.iter.func) == "enumerate") == (loop.target.__class__ is ast.Tuple):
+                return True
+    return False
 
 
 def _counter(name: str, fn: Function, depth: int = 1, stepped: bool = True) -> bool:

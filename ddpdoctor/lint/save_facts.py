@@ -312,6 +312,10 @@ class SaveFacts:
         if pin:
             return SaveFact(where, path_text, False, f"a `_save` override, which transformers {pin[0]}.x's "
                             f"save_model calls only where `args.should_save` holds ({pin[1]})")
+        filled = _filled_on_rank_zero(fn, call)
+        if filled:
+            # `for name in to_save: torch.save(...)` where only rank 0 appends to `to_save`
+            return SaveFact(where, path_text, False, f"in a loop over `{filled}`, which only rank 0 fills")
         guarded = self.only_guarded(fn, inside=call)
         if guarded is False and (self._only_on_failure(fn) or _in_a_reraising_handler(fn, call)):
             # (the handler here, or around every call of fn: `except: torch.save(state,
@@ -331,7 +335,13 @@ class SaveFacts:
             sites = [(caller, event) for caller, event in self.callers().get(fn, [])]
             # (a call under an option the launch leaves off - `if args.debug:` - is no way in
             # the run takes, where another way in is)
-            off = [any(flag and option_off(c, self.program) for c, flag in event.conds) for _, event in sites]
+            switched = [event.kind == "call" and self.switched_off(caller, event.node) for caller, event in sites]
+            if sites and all(switched):
+                # (`if save_stable_rank: save_stats(...)` in a python-fire entry whose parameter
+                # every launch leaves at False: no way in reaches a call)
+                return SaveFact(where, path_text, False, "every call of it sits under a test no way in passes")
+            off = [s or any(flag and option_off(c, self.program) for c, flag in event.conds)
+                   for s, (_, event) in zip(switched, sites)]
             # (and a call the launching process makes itself, where only the spawned ranks join a
             # process group: a one-process fallback's `train_single_node()` after mp.spawn)
             mine = [skipped or self._set_by_rank_only(caller, event) or (
@@ -1404,6 +1414,31 @@ def _fallback_side(part: ast.AST, test: ast.BoolOp) -> bool:
                     and text(conjunct.operand, 400) == said:
                 return True
     return False
+
+
+def _filled_on_rank_zero(fn: Function, call: ast.Call) -> str:
+    """The name of a list a `for` loop around the call iterates, bound in fn to `[]` alone and
+    grown (`.append` / `.extend` / `+=`) only under tests that leave the job's rank 0 alone in:
+    empty on every other rank, whose loop never runs (splatter-image's `fnames_to_save`); ""
+    otherwise."""
+    if fn.node is None:
+        return ""
+    grown_by = {id(c): guards for c, guards, _ in fn.calls}
+    for loop in fn.own_of(ast.For, ast.AsyncFor):
+        if loop.iter.__class__ is not ast.Name or not any(n is call for stmt in loop.body for n in walk(stmt)):
+            continue
+        name = loop.iter.id
+        bound = fn.bindings.get(name, ())
+        if not bound or not all(v.__class__ is ast.List and not v.elts for _, v in bound):
+            continue
+        growing = [c for c in fn.own_calls if c.func.__class__ is ast.Attribute and c.func.attr in ("append", "extend")
+                   and c.func.value.__class__ is ast.Name and c.func.value.id == name]
+        if any(n.__class__ is ast.AugAssign and n.target.__class__ is ast.Name and n.target.id == name
+               for n in fn.own_of(ast.AugAssign)):
+            continue  # (`+=` carries no guards of its own here: not weighed)
+        if growing and all(id(c) in grown_by and _rank_zero_only(grown_by[id(c)]) for c in growing):
+            return name
+    return ""
 
 
 def _rank_zero_only(guards: tuple) -> bool:

@@ -128,6 +128,11 @@ def _inline_evaluation(builder: Builder, fn: Function, before: list, value: ast.
         grown = memo[id(loop)]
         if grown is None:
             return None  # (a loop that trains)
+        grown, gathered = grown
+        if read & gathered:
+            # `predictions += accelerator.gather(logits).argmax(-1).tolist()` read by the metric:
+            # computed from every rank's results, whatever ids the rank hands beside them
+            return None
         if not (read & grown) - shared:
             continue
         it = loop.iter
@@ -140,14 +145,20 @@ def _inline_evaluation(builder: Builder, fn: Function, before: list, value: ast.
     return None
 
 
-def _grown_locally(program, fn: Function, loop: ast.AST) -> Optional[set]:
-    """The names a loop grows (`.append` / `.extend`, `+=`) from its batch's values, read in the
+def _grown_locally(program, fn: Function, loop: ast.AST) -> Optional[tuple[set, set]]:
+    """(the names a loop grows (`.append` / `.extend`, `+=`) from its batch's values, read in the
     loop's order: the loop's target is the rank's own, so is what is computed from it, but not what
-    a collective hands back (`labels = accelerator.gather(labels)`) or shares in place
-    (`dist.all_reduce(n)`). None where the loop runs a DDP backward (it trains)."""
+    a collective hands back (`labels = accelerator.gather(labels)`, or a gather handed straight to
+    `.append`) or shares in place (`dist.all_reduce(n)`); the names it grows from what a collective
+    handed back alone). None where the loop runs a DDP backward (it trains)."""
     local = {n.id for n in walk(loop.target) if n.__class__ is ast.Name}
     grown: set = set()
-    reads = lambda node: any(n.__class__ is ast.Name and n.id in local for n in walk(node))
+    gathered: set = set()  # (names bound to what a collective handed back, then what grows from them)
+    # (what a sharing call is handed is read by the collective, not into the value:
+    # `preds += accelerator.gather(logits).argmax(-1).tolist()` grows every rank's logits)
+    reads = lambda node: any(n.__class__ is ast.Name and n.id in local for n in _outside(node, sharing))
+    shares = lambda node: any(n.__class__ is ast.Name and n.id in gathered for n in walk(node)) or \
+        any(n.__class__ is ast.Call and n in sharing for n in walk(node))
     stmts = sorted((n for s in loop.body for n in walk(s) if isinstance(n, ast.stmt)),
                    key=lambda n: (n.lineno, n.col_offset))
     for stmt in stmts:
@@ -167,21 +178,42 @@ def _grown_locally(program, fn: Function, loop: ast.AST) -> Optional[set]:
                 targets = {n.id for n in walk(target) if n.__class__ is ast.Name}
                 if value.__class__ is ast.Call and value in sharing:
                     local -= targets  # `gathered = accelerator.gather(preds)`: every rank's
+                    gathered |= targets
                 elif reads(value):
                     local |= targets
+                    gathered -= targets
                 else:
                     local -= targets
+                    gathered -= targets
         elif stmt.__class__ is ast.AugAssign and stmt.target.__class__ is ast.Name and reads(stmt.value):
             grown.add(stmt.target.id)
             local.add(stmt.target.id)
+        elif stmt.__class__ is ast.AugAssign and stmt.target.__class__ is ast.Name and shares(stmt.value):
+            gathered.add(stmt.target.id)
         elif stmt.__class__ is ast.Expr and stmt.value.__class__ is ast.Call:
             call = stmt.value
             if call in sharing:  # `dist.all_reduce(total)`: shared in place
                 local -= {a.id for a in call.args if a.__class__ is ast.Name}
             elif call.func.__class__ is ast.Attribute and call.func.attr in _GROWS and \
-                    call.func.value.__class__ is ast.Name and any(reads(a) for a in call.args):
-                grown.add(call.func.value.id)
-    return grown
+                    call.func.value.__class__ is ast.Name:
+                # (`losses.append(accelerator.gather_for_metrics(loss))`: what is appended is
+                # every rank's, however local what the gather was handed)
+                if any(reads(a) for a in call.args):
+                    grown.add(call.func.value.id)
+                elif any(shares(a) for a in call.args):
+                    gathered.add(call.func.value.id)
+    return grown, gathered - grown
+
+
+def _outside(node: ast.AST, sharing: list):
+    """The nodes under node, not those inside a call of `sharing` (a collective's arguments)."""
+    todo = [node]
+    while todo:
+        current = todo.pop()
+        if current.__class__ is ast.Call and current in sharing:
+            continue
+        yield current
+        todo.extend(ast.iter_child_nodes(current))
 
 
 def _iterated(fn: Function) -> list[ast.AST]:
