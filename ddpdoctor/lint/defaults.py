@@ -439,8 +439,10 @@ def _settled_part(test: ast.AST, program: Program) -> Optional[bool]:
         # (not the switch of the distributed run itself: a config shipped with `ddp: false` is
         # the one-GPU run, and the findings are about the run that turns it on)
         held = config_settles(test, program) if value is None and not DIST_SWITCH.search(test.attr) else None
-        truths = {bool(v) for v in held if isinstance(v, (bool, int, str))} if held else set()
-        return truths.pop() if len(truths) == 1 and len(held) == len([v for v in held if isinstance(v, (bool, int, str))]) else None
+        if not held or not all(isinstance(v, (bool, int, str)) for v in held):
+            return None
+        truths = {bool(v) for v in held}
+        return truths.pop() if len(truths) == 1 else None
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
         return None
     op, right = test.ops[0], test.comparators[0]

@@ -3615,8 +3615,7 @@ def _under_launched_off_choice(fn: Function, call: ast.Call, program) -> bool:
     return False
 
 
-def _handed_another_sampler(program, receiver: ast.AST, fn: Function, sampler: ast.Call,
-                            maker: Optional[Function] = None) -> bool:
+def _handed_another_sampler(program, receiver: ast.AST, fn: Function, sampler: ast.Call, maker: Function) -> bool:
     """`source_loader = build_dataloader(ds, sampler=source_sampler)`, then
     `source_loader.sampler.set_epoch(e)`: it sets the sampler source_sampler was built as, not
     `sampler` (this one), though one builder makes both loaders (HSI domain adaptation's target
@@ -3635,7 +3634,7 @@ def _handed_another_sampler(program, receiver: ast.AST, fn: Function, sampler: a
         made = [(v, where) for v, where in program.values_of(handed, scope, 1) if v is not handed]
         if not made or any(v.__class__ is not ast.Call or v is sampler for v, _ in made):
             return False  # (a loop's name, a parameter: may be this sampler)
-        if maker is not None and any(maker in program.resolve(v.func, where)[0] for v, where in made):
+        if any(maker in program.resolve(v.func, where)[0] for v, where in made):
             return False  # (`sampler = make_sampler(...)` on one side of a switch: this one)
     return True
 

@@ -28,6 +28,7 @@ from ddpdoctor.lint import no_sync, reaching
 from ddpdoctor.lint.defaults import declared_off, settled as defaults_settled
 from ddpdoctor.lint.fact_builder import _single_process, compared, never_true, pinned_constants
 from ddpdoctor.lint.nodes import children, key_presence as _key_presence, walk
+from ddpdoctor.lint.ranks import counts_every_pass
 from ddpdoctor.lint.walker import (TERMINATORS, _negation_text, _never_returns, clean_exit, exits as _exits, is_main_block, rank_return_in_try,
                                    side_conds)
 from ddpdoctor.lint.patterns import (_self_field, DDP_BACKWARD, DDP_FORWARD, FSDP_FORWARD, SCALAR_DRAWS, RankTest, engine_subclass, grad_off, last_name,
@@ -1895,7 +1896,7 @@ def _counted_to_its_bound(builder: Builder, fn: Function, loop: ast.AST, test: a
         if builder.program.ranks.guard(part, fn) is not None:
             continue  # the rank part
         if isinstance(part, ast.Compare) and len(part.ops) == 1 and isinstance(part.ops[0], ast.Eq) and \
-                dotted(part.left) and _counts_every_pass(loop, dotted(part.left)):
+                dotted(part.left) and counts_every_pass(loop, dotted(part.left)):
             # `current_iter == max_iter - 5` of `current_iter = epoch * n + i + 1` in `for i, b in
             # enumerate(loader)`, `epoch_log == args.epochs` of `epoch_log = epoch + 1`: a count
             # that takes every value on its way meets its bound as surely as `>=` does (MSeg)
@@ -1913,42 +1914,6 @@ def _counted_to_its_bound(builder: Builder, fn: Function, loop: ast.AST, test: a
             bodies.extend(list(t.node.body) for t in builder.program.resolve(node.func, fn)[0]
                           if builder.program.is_function(t) and not isinstance(t.node, ast.Module))
     return all(any(_steps_up(stmts, counter) for stmts in bodies) for counter in counters)
-
-
-def _counts_every_pass(loop: ast.AST, counter: str) -> bool:
-    """The loop's own index, or a name its body sets from it by addition at its top level (`step
-    = epoch * n + i + 1` in `for i, b in enumerate(loader)`, `epoch_log = epoch + 1` in `for
-    epoch in range(...)`), or stepped by `+= 1` each pass: a count that takes every integer on
-    its way, so an `==` on it is met."""
-    if not isinstance(loop, (ast.For, ast.AsyncFor)):
-        return False
-    target, iterable = loop.target, loop.iter
-    index = None
-    if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name):
-        if iterable.func.id == "range" and isinstance(target, ast.Name):
-            index = target.id
-        elif iterable.func.id == "enumerate" and isinstance(target, ast.Tuple) and target.elts and \
-                isinstance(target.elts[0], ast.Name):
-            index = target.elts[0].id
-    if index is None:
-        return False
-    if counter == index:
-        return True
-    for stmt in loop.body:
-        if isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, ast.Add) and dotted(stmt.target) == counter \
-                and is_const(stmt.value, 1):
-            return True
-        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and dotted(stmt.targets[0]) == counter \
-                and index in _added_terms(stmt.value):
-            return True
-    return False
-
-
-def _added_terms(value: ast.AST) -> set:
-    """The plain names a sum is made of (`epoch * n + i + 1`: {"i"}; the product is no term)."""
-    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add):
-        return _added_terms(value.left) | _added_terms(value.right)
-    return {value.id} if isinstance(value, ast.Name) else set()
 
 
 def _steps_up(stmts: list, counter: str) -> bool:

@@ -1964,24 +1964,50 @@ def _counted_past(node: ast.AST, fn: Function, program: Program = None) -> bool:
 
 
 def _counted_equality(node: ast.AST, fn: Function) -> bool:
-    """`total_step == num_batch` / `total_step != 0` where a loop of fn steps `total_step` up on
-    every pass (`+=` in the loop's own body, under no test, or the loop's range / enumerate
-    counter): every rank counts alike, and the count meets the value on one pass and misses it on
-    the others - both answers come on some pass of any run long enough; not a value to assume."""
+    """`total_step == num_batch` / `total_step != 0` on a count a loop of fn takes through every
+    integer (counts_every_pass): every rank counts alike, and the count meets the value on one
+    pass and misses it on the others - both answers come on some pass of any run long enough;
+    not a value to assume."""
     if not (node.__class__ is ast.Compare and len(node.ops) == 1 and node.ops[0].__class__ in (ast.Eq, ast.NotEq)):
         return False
     name = dotted(node.left)
-    if not name:
+    return bool(name) and any(counts_every_pass(loop, name) for loop in fn.own_of(ast.For, ast.AsyncFor))
+
+
+def counts_every_pass(loop: ast.AST, counter: str) -> bool:
+    """The loop's own index, or a name its body sets from it by addition at its top level (`step
+    = epoch * n + i + 1` in `for i, b in enumerate(loader)`, `epoch_log = epoch + 1` in `for
+    epoch in range(...)`), or stepped by `+= 1` each pass: a count that takes every integer on
+    its way, so an `==` on it is met."""
+    if not isinstance(loop, (ast.For, ast.AsyncFor)):
         return False
-    for loop in fn.own_of(ast.For, ast.While):
-        if any(stmt.__class__ is ast.AugAssign and stmt.op.__class__ is ast.Add and dotted(stmt.target) == name
-               and stmt.value.__class__ is ast.Constant for stmt in loop.body):
+    target, iterable = loop.target, loop.iter
+    index = None
+    if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name):
+        if iterable.func.id == "range" and isinstance(target, ast.Name):
+            index = target.id
+        elif iterable.func.id == "enumerate" and isinstance(target, ast.Tuple) and target.elts and \
+                isinstance(target.elts[0], ast.Name):
+            index = target.elts[0].id
+    if index is None:
+        return False
+    if counter == index:
+        return True
+    for stmt in loop.body:
+        if isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, ast.Add) and dotted(stmt.target) == counter \
+                and is_const(stmt.value, 1):
             return True
-        if loop.__class__ is ast.For and loop.iter.__class__ is ast.Call and last_name(loop.iter.func) in ("range", "enumerate"):
-            target = loop.target.elts[0] if loop.target.__class__ is ast.Tuple and loop.target.elts else loop.target
-            if dotted(target) == name and (last_name(loop.iter.func) == "enumerate") == (loop.target.__class__ is ast.Tuple):
-                return True
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and dotted(stmt.targets[0]) == counter \
+                and index in _added_terms(stmt.value):
+            return True
     return False
+
+
+def _added_terms(value: ast.AST) -> set:
+    """The plain names a sum is made of (`epoch * n + i + 1`: {"i"}; the product is no term)."""
+    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add):
+        return _added_terms(value.left) | _added_terms(value.right)
+    return {value.id} if isinstance(value, ast.Name) else set()
 
 
 def _counter(name: str, fn: Function, depth: int = 1, stepped: bool = True) -> bool:

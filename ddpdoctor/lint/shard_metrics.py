@@ -29,7 +29,7 @@ from typing import Any, Optional
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import rank_state
 from ddpdoctor.lint.fact_builder import argument_at, loc
-from ddpdoctor.lint.nodes import walk
+from ddpdoctor.lint.nodes import children, walk
 from ddpdoctor.lint.patterns import DDP_BACKWARD, DDP_FORWARD, last_name, loader_call, text
 
 Builder = Any  # ddpdoctor.lint.facts.FactBuilder (facts imports this module, not the reverse)
@@ -213,7 +213,7 @@ def _outside(node: ast.AST, sharing: list):
         if current.__class__ is ast.Call and current in sharing:
             continue
         yield current
-        todo.extend(ast.iter_child_nodes(current))
+        todo.extend(children(current))
 
 
 def _iterated(fn: Function) -> list[ast.AST]:

@@ -438,7 +438,7 @@ def main(patience=100):
     best, last_improve = 1e9, 0
     for epoch in range(10):
         step = 0
-        for x in batches:
+        for i, x in enumerate(batches):
             step += 1
             opt.zero_grad()
             loss = model(x).sum()
