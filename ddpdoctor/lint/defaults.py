@@ -25,6 +25,12 @@ Klass = Any
 Program = Any
 
 
+def config_truth(held: Optional[set]) -> Optional[bool]:
+    """The truth every value config_settles found agrees on (`use: true` in each config), else None."""
+    truths = {bool(v) for v in held} if held else set()
+    return truths.pop() if len(truths) == 1 else None
+
+
 def default_truth(part: ast.AST, fn: Function, program: Program) -> Optional[tuple[bool, str]]:
     """(the truth of `part` under the defaults, "`Config.field` at its default `False` (file:line)"),
     or None when the source does not settle it. `part`: `cfg.flag` or `not cfg.flag`."""
@@ -40,10 +46,9 @@ def default_truth(part: ast.AST, fn: Function, program: Program) -> Optional[tup
         # `cfg.training.ckpt_steps` of a YAML config beside the script: what every config there
         # gives the key (`ckpt_steps: 10`), where they agree on its truth
         held = config_settles(part, program)
-        truths = {bool(v) for v in held} if held else set()
-        if len(truths) != 1:
+        truth = config_truth(held)
+        if truth is None:
             return None
-        truth = truths.pop()
         shown = ", ".join(f"`{v!r}`" for v in sorted(held, key=repr))
         said = f"`{text(part)}` at {shown} in the configs beside the script"
         return (not truth) if negate else truth, said
@@ -438,11 +443,7 @@ def _settled_part(test: ast.AST, program: Program) -> Optional[bool]:
         # with `ema: use: true` in the Hydra default config and no config saying otherwise)
         # (not the switch of the distributed run itself: a config shipped with `ddp: false` is
         # the one-GPU run, and the findings are about the run that turns it on)
-        held = config_settles(test, program) if value is None and not DIST_SWITCH.search(test.attr) else None
-        if not held or not all(isinstance(v, (bool, int, str)) for v in held):
-            return None
-        truths = {bool(v) for v in held}
-        return truths.pop() if len(truths) == 1 else None
+        return config_truth(config_settles(test, program)) if value is None and not DIST_SWITCH.search(test.attr) else None
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
         return None
     op, right = test.ops[0], test.comparators[0]
