@@ -19,7 +19,9 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         `if trainer.is_global_zero:`, a function decorated with `@rank_zero_only`, the code
         after `if rank != 0: return`, or a callback registered on rank 0 only. Calls to
         functions of the script and its local modules are followed a few levels deep, so a
-        `dist.barrier()` inside `save_checkpoint()` called under `if rank == 0:` is found.
+        `dist.barrier()` inside `save_checkpoint()` called under `if rank == 0:` is found (a
+        function handed to a builtin that only looks at it, `hasattr(train_step, "best")` or
+        `getattr(...)`, is not called there).
         Collectives include every torch.distributed collective (all_reduce, barrier,
         broadcast, all_gather, new_group, ...), the DistributedDataParallel constructor, the
         forward of a DDP model whose module holds buffers (BatchNorm: DDP broadcasts them

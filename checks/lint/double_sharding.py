@@ -31,7 +31,10 @@ def double_sharding(facts: LintFacts) -> list[Problem] | Skipped:
         twice too; the finding names the split and the prepare() call. And a DistributedSampler
         over a dataset whose items an unseeded draw picks or orders (`torch.randperm(n)` in its
         constructor, `random_split(ds, [a, b])` with no generator, `random.shuffle(files)`, a
-        Hugging Face `ds.train_test_split(test_size=...)` with no seed=) in a script that seeds
+        Hugging Face `ds.train_test_split(test_size=...)` with no seed=, pandas' `df.sample(1)`
+        / `df.sample(frac=1)` with no random_state=, also rows kept by a selection that reads a
+        few bindings back what such a draw picked, `frame[~frame.name.isin(val.name)]` with `val`
+        sampled by a helper, and a dataset unpacked from a builder's returned tuple) in a script that seeds
         nothing, or seeds each process with its rank (`torch.manual_seed(args.seed + rank)`
         before the split) - not a draw under a test the dataset's construction makes false,
         nor one right after the function seeds that stream itself with no rank in the seed

@@ -39,8 +39,12 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
           (`if not math.isfinite(loss.item()): dump(all_gather(x)); sys.exit(1)`: the others,
           in their backward, never join it); also a LightningModule's `training_step` returning None on such a test
           (Lightning then skips that rank's backward alone), and a `raise` on such a test that
-          a broad handler around it swallows (`except Exception:` without raising again: the
-          rank skips the rest of the `try`, its backward with it);
+          a broad handler around it swallows (`except Exception:` without raising again, or
+          with a way through that does not, `if fail_safe: restart() else: raise`: the rank
+          skips the rest of the `try`, its backward with it) - also a handler a caller a few
+          calls up wraps round the call (a tracker's loss raising on NaN predictions, the
+          trainer's `except:` round the epoch restarting it: the rank skips the backward the
+          step loop runs after the loss; with no such handler up the calls the raise ends the job);
         - a flag a signal handler sets (`signal.signal(SIGUSR2, on_preempt)` where
           `on_preempt` sets `stop["now"] = True`, or `stop_event.set()` of a module-level
           `threading.Event`, also read through a parameter every call hands it, or a field the

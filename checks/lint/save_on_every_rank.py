@@ -26,7 +26,11 @@ def save_on_every_rank(facts: LintFacts) -> list[Problem] | Skipped:
         that no code reads, such as a graph model's `--node_num`, nor a launch script that sets
         its own variables to one node, `export NUM_NODES=1` then `--nnodes=$NUM_NODES`): code
         that knows only the rank within a node runs as one node, and its local rank 0 is the
-        job's rank 0. A `--local_rank` option the launch
+        job's rank 0. (A rank made as `args.nr * args.gpus + gpu` with `args.gpus = 1` the
+        only value that field is ever set to, and no `--gpus` option, is one process a node:
+        `if args.nr == 0:` is the job's rank 0.) A method guessed by its name alone, on a
+        receiver whose class is not known (`frames[0].save(out, save_all=True)`), is not one
+        the call hands keywords it does not take. A `--local_rank` option the launch
         never hands (every launch written beside the script uses torchrun, which puts the local
         rank in LOCAL_RANK alone, and nothing reads that variable) keeps its default on every
         rank: a save under `if args.local_rank == 0:` is every rank's. So does a `--rank`

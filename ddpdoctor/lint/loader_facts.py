@@ -226,6 +226,20 @@ def _datasets_split(program, call: ast.Call, fn: Function, full: str) -> bool:
         not is_const(keyword(call, "shuffle") or ast.Constant(True), False)
 
 
+def _frame_sample(program, call: ast.Call, fn: Function, full: str) -> bool:
+    """pandas' `df.sample(1)` / `df.sample(frac=1)` / `df.sample(n=k)`: rows drawn from numpy's
+    global stream unless it is handed a random_state. (A count or fraction it is handed tells it from a torch
+    distribution's `.sample()` / `.sample((n,))` and a sampler object's; not a method of the
+    project's own classes.)"""
+    if not (call.func.__class__ is ast.Attribute and call.func.attr == "sample" and program.uses("pandas")):
+        return False
+    if full.startswith(("torch.", "numpy.", "random.")) or program.class_of(call.func.value, fn) is not None:
+        return False
+    counted = (call.args and call.args[0].__class__ is ast.Constant and type(call.args[0].value) is int) or \
+        any(k.arg in ("n", "frac") for k in call.keywords)
+    return bool(counted)  # (a random_state= of its own: _unseeded_draw reads it, as scikit-learn's)
+
+
 # The steps of a datapipe chain (`ds = ds.map(f)`) followed back to its source: a real one has
 # a dozen (wenet); the bound keeps a generated script of thousands within the recursion limit.
 CHAIN_STEPS = 64
@@ -3018,7 +3032,9 @@ class LoaderFacts:
         unpacked = reaching.reaching_values(fn.node, dataset.id, dataset, unpacked=True) \
             if dataset.__class__ is ast.Name and fn.node is not None else None
         values = [(dataset, fn), *program.values_of(dataset, fn, depth), *((v, fn) for v in unpacked or ()),
-                  *program.attr_unpacked(dataset, fn)]
+                  *program.attr_unpacked(dataset, fn),
+                  # (`train, val = load(path)`: what that place of load's returned tuple holds)
+                  *(program.unpacked(dataset.id, fn) if dataset.__class__ is ast.Name else ())]
         # (`create_loader(dataset_train, ...)` building the sampler over its parameter: what the
         # callers hand it, and what they bind that to; timm's loader factory)
         # (and, handed a name a caller unpacked from a builder's tuple, `train_ds, eval_ds, ... =
@@ -3081,10 +3097,39 @@ class LoaderFacts:
                             draw = self._reordered_after(arg.id, scope)
                             if draw:
                                 return draw
+            if scope.node is not None and (value.__class__ is ast.Subscript or (
+                    value.__class__ is ast.Call and last_name(value.func) in TENSOR_BUILDERS)):
+                # `train = frame[~frame["id"].isin(val["id"])]` (or its tensor, `from_numpy(
+                # frame.values)`) with `val` made of rows a helper drew (`df.sample(1)`): the rows
+                # kept are the ones that draw left
+                draw = self._kept_by_drawn(value, scope)
+                if draw:
+                    return draw
             if value.__class__ is ast.Name:
                 draw = self._reordered_after(value.id, scope)
                 if draw:
                     return draw
+        return ""
+
+    def _kept_by_drawn(self, selector: ast.AST, scope: Function, depth: int = 3) -> str:
+        """An unseeded draw the names a selection of rows (or the tensor made of it) reads come
+        from, a few bindings back in scope (`val = pd.concat([low, high])`, `low =
+        pick_rows(frame)` whose body samples), "" if none."""
+        todo = [(n, depth) for n in walk(selector) if n.__class__ is ast.Name and n.ctx.__class__ is ast.Load]
+        seen: set = set()
+        while todo and len(seen) < 16:
+            name, left = todo.pop()
+            if name.id in seen:
+                continue
+            seen.add(name.id)
+            for held in reaching.reaching_values(scope.node, name.id, name, unpacked=True) or ():
+                for inner in (c for c in walk(held) if c.__class__ is ast.Call):
+                    draw = self._unseeded_draw(inner, scope) or self._helper_draw(inner, scope)
+                    if draw:
+                        return draw
+                if left > 1:
+                    todo.extend((n, left - 1) for n in walk(held) if n.__class__ is ast.Name
+                                and n.ctx.__class__ is ast.Load)
         return ""
 
     def _helper_draw(self, call: ast.Call, scope: Function) -> str:
@@ -3199,10 +3244,11 @@ class LoaderFacts:
 
     def _unseeded_draw(self, call: ast.Call, fn: Function) -> str:
         full = self.program.qualify(call.func, fn) or ""
-        if full not in ITEM_DRAWS and not _datasets_split(self.program, call, fn, full):
+        if full not in ITEM_DRAWS and not _datasets_split(self.program, call, fn, full) and \
+                not _frame_sample(self.program, call, fn, full):
             return ""
         alike = self._alike_streams()
-        # (scikit-learn's and a datasets split's default seeds come from numpy's global stream)
+        # (scikit-learn's, pandas' and a datasets split's default seeds come from numpy's global stream)
         stream = "numpy" if full.startswith("sklearn.") or full not in ITEM_DRAWS else full.partition(".")[0]
         if alike and (stream in alike or "*" in alike):
             return ""  # (drawn from a stream every rank seeded alike)

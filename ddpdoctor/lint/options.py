@@ -100,7 +100,8 @@ def _dict_declarers_in(source) -> frozenset:
     if kept is not None:
         return kept
     found = set()
-    if getattr(source, "tree", None) is not None and "items()" in "\n".join(source.lines):
+    joined = "\n".join(source.lines) if getattr(source, "tree", None) is not None else ""
+    if "items()" in joined and "add_argument" in joined:
         for fn in source.of(ast.FunctionDef):
             params = [a.arg for a in fn.args.args]
             for loop in (n for n in ast.walk(fn) if isinstance(n, ast.For)):

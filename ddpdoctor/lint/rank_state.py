@@ -179,12 +179,17 @@ def _attribute_state(builder: Builder, methods: list, ddp: bool, everyone: list 
     object (`if trainer.should_stop(patience): break`, should_stop's answer reading the counter
     its save() steps past `if not is_main_process(): return`)."""
     assigned: dict[str, list[tuple[Function, _Stmt, bool]]] = {}
-    shared: set[str] = set()
     for fn, stmts in methods:
         only = builder.only_guarded(fn) is True
         for item in stmts:
             for attr in _self_attrs(item.node):
                 assigned.setdefault(attr, []).append((fn, item, _ranked(item) or only))
+    for fn, item, attr in held:
+        assigned.setdefault(attr, []).append((fn, item, _ranked(item) or builder.only_guarded(fn) is True))
+    if not any(r for items in assigned.values() for _, _, r in items):
+        return []  # (no field set only under a rank test: most classes; the collectives need no look)
+    shared: set[str] = set()
+    for fn, _ in methods:
         handed: set[str] = set()
         for node in fn.own_of(ast.Call):
             if builder.program.collective(node, fn):
@@ -205,8 +210,6 @@ def _attribute_state(builder: Builder, methods: list, ddp: bool, everyone: list 
                           and isinstance(t.value, ast.Name) and t.value.id == "self")
         shared.discard("")
     owned = {fn for fn, _ in methods}
-    for fn, item, attr in held:
-        assigned.setdefault(attr, []).append((fn, item, _ranked(item) or builder.only_guarded(fn) is True))
     local = {}
     flagged = set()  # set only to a constant under a further test: whether that test ever holds
     for attr, items in assigned.items():
@@ -232,14 +235,14 @@ def _attribute_state(builder: Builder, methods: list, ddp: bool, everyone: list 
         fn, item = pair
         return item.conditional, _if_depth(fn, item.node) if item.conditional else 0, not _leaves(item.node)
 
-    reads = sorted(((fn, item) for fn, stmts in (methods if local else ()) for item in stmts), key=first) + \
-        sorted(((fn, item) for fn, stmts in holders for item in stmts), key=first)
+    def tests(pairs: list) -> Iterator[tuple]:
+        # (only an unguarded if / while can decide: the sort then orders tens, not thousands)
+        return ((fn, item) for fn, stmts in pairs if builder.only_guarded(fn) is not True for item in stmts
+                if item.node.__class__ in (ast.If, ast.While) and not item.guards)
+
+    reads = sorted(tests(methods if local else ()), key=first) + sorted(tests(holders), key=first)
     for fn, item in reads:
-        if builder.only_guarded(fn) is True:
-            continue
         stmt = item.node
-        if not isinstance(stmt, (ast.If, ast.While)) or item.guards:
-            continue
         if fn not in owned:
             read = _held_object_reads(builder, fn, stmt.test, klass, local, owned)
         else:
@@ -2893,6 +2896,12 @@ def _effect(builder: Builder, fn: Function, stmt: ast.stmt, item: _Stmt, ddp: bo
             if work and not _pairs(builder, fn, branch, work, ddp):
                 return own, work
     caught = _caught_raise(fn, stmt) if isinstance(stmt, ast.If) and after_only else None
+    above = _caught_above(builder, fn, stmt, ddp) if isinstance(stmt, ast.If) and after_only and valued \
+        and caught is None else ""
+    if above:
+        # (`if torch.isnan(pred).any(): raise ValueError` in a loss helper, the trainer's `except:`
+        # round the epoch restarting it: the rank skips its backward, the others wait in theirs)
+        return "raise", above
     if isinstance(stmt, ast.If) and after_only and valued and caught is None:
         # `if not math.isfinite(loss.item()): torch.save({"inputs": all_gather(x), ...}); sys.exit(1)`:
         # the rank that fails stops the job - after a collective of its own the others, busy in
@@ -2958,26 +2967,89 @@ _BROAD_CATCH = frozenset({"Exception", "BaseException"})
 _EXITS_RAISED = frozenset({"SystemExit", "KeyboardInterrupt", "GeneratorExit"})
 
 
+def _raised_name(stmt: ast.If) -> Optional[str]:
+    """The exception's name one side of stmt ends by raising, or None."""
+    return next((last_name(n.exc.func if isinstance(n.exc, ast.Call) else n.exc)
+                 for side in (stmt.body, stmt.orelse) if side and isinstance(side[-1], ast.Raise)
+                 for n in side[-1:] if n.exc is not None), None)
+
+
 def _caught_raise(fn: Function, stmt: ast.If) -> Optional[ast.Try]:
     """The `try:` of fn around stmt whose handler catches what one side of stmt raises (by the
     exception's name) and goes on without raising again: the raise is a skip, not a crash."""
-    raised = next((last_name(n.exc.func if isinstance(n.exc, ast.Call) else n.exc)
-                   for side in (stmt.body, stmt.orelse) if side and isinstance(side[-1], ast.Raise)
-                   for n in side[-1:] if n.exc is not None), None)
-    if not raised:
-        return None
+    raised = _raised_name(stmt)
+    return _swallowing_try(fn, stmt, raised) if raised else None
+
+
+def _swallowing_try(fn: Function, inner: ast.AST, raised: str) -> Optional[ast.Try]:
+    """The `try:` of fn around inner (a statement, or a call raising on the way up) whose handler
+    catches `raised` and has a way through that does not raise again."""
     for node in walk(fn.node):
-        if isinstance(node, ast.Try) and any(n is stmt for part in node.body for n in walk(part)):
+        if isinstance(node, ast.Try) and any(n is inner for part in node.body for n in walk(part)):
             for handler in node.handlers:
                 names = {last_name(t) for t in ([handler.type] if not isinstance(handler.type, ast.Tuple)
                                                  else handler.type.elts) if t is not None}
                 # (`except Exception:` and a bare `except:` catch whatever the test raises -
                 # `raise FloatingPointError(...)` on a non-finite loss - but a process exit)
                 broad = handler.type is None or bool(names & _BROAD_CATCH)
-                if (raised in names or (broad and raised not in _EXITS_RAISED)) and \
-                        not any(isinstance(n, ast.Raise) for n in walk(handler)):
+                if (raised in names or (broad and raised not in _EXITS_RAISED)) and not _always_raises(handler.body):
                     return node
     return None
+
+
+def _always_raises(block: list) -> bool:
+    """Every way through the block raises (a `raise` in it, or an `if` raising on both sides):
+    a handler `if fail_safe: restart() else: raise` goes on where its test holds."""
+    return any(isinstance(s, ast.Raise) or (isinstance(s, ast.If) and _always_raises(s.body)
+                                            and _always_raises(s.orelse)) for s in block)
+
+
+# How many callers up a raise is followed to the handler that swallows it (a tracker's NaN check
+# in its loss, caught by the trainer's `except:` around the epoch: four calls up in pytracking)
+_RAISE_CALLERS = 6
+
+
+def _caught_above(builder: Builder, fn: Function, stmt: ast.If, ddp: bool) -> str:
+    """The collective work a rank skips where stmt's raise, uncaught in fn, is swallowed by a
+    handler some caller wraps round the call (`except:` printing and restarting the epoch): what
+    runs after the call at each level up to that try - the rank's backward in the step loop that
+    called the loss - or "" where no caller a few levels up swallows it (the raise then ends
+    the job: no divergence)."""
+    raised = _raised_name(stmt)
+    if not raised or isinstance(fn.node, ast.Module):
+        return ""
+    work = _work(builder, fn, _continuation(fn.node.body, stmt), ddp)
+    todo, seen = [(fn, work, 0)], {fn}
+    while todo:
+        callee, work, depth = todo.pop()
+        if depth >= _RAISE_CALLERS:
+            continue
+        for caller, event in builder.callers().get(callee, [])[:4]:
+            if event.kind != "call" or caller.node is None:
+                continue
+            held = _swallowing_try(caller, event.node, raised)
+            if held is not None:
+                found = work or _work(builder, caller, _after(held.body, _statement_of(held.body, event.node)), ddp)
+                if found:
+                    return found
+                continue
+            if caller in seen or isinstance(caller.node, ast.Module):
+                continue
+            seen.add(caller)
+            here = _statement_of(caller.node.body, event.node)
+            todo.append((caller, work or (_work(builder, caller, _continuation(caller.node.body, here), ddp)
+                                          if here is not None else ""), depth + 1))
+    return ""
+
+
+def _statement_of(body: list, node: ast.AST) -> Optional[ast.stmt]:
+    """The innermost statement under body holding node."""
+    found = None
+    for top in body:
+        for inner in walk(top):
+            if isinstance(inner, ast.stmt) and any(n is node for n in walk(inner)):
+                found = inner  # (walk goes outer to inner: the last one holding it is the innermost)
+    return found
 
 
 def _helper_exits_cleanly(program, stmt: ast.stmt, fn: Function) -> bool:

@@ -25,6 +25,7 @@ from typing import Any, Optional
 from ddpdoctor.lint import reaching
 from ddpdoctor.lint.defaults import DIST_SWITCH as _DIST_SWITCH, config_settles, default_truth
 from ddpdoctor.lint.nodes import param_defaults, walk
+from ddpdoctor.lint.options import declared_options
 from ddpdoctor.lint.patterns import (RANK_CALLS, RANK_ENV, RankTest, _dict_call_literal, _dispatched, dotted, env_key, is_const,
                                      last_name, name_pattern, text)
 
@@ -192,6 +193,11 @@ class RankFlow:
                                   and n.value.id == given.id for t in n.targets
                                   if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)]
                         self.init_rank_texts.update(text(t) for t in copies if t.value.id == "self")
+                        # `rank = args.nr * args.gpus + gpu` with `args.gpus = 1` the only value it is
+                        # ever set to: one process a node, the node's index is the job's rank
+                        self.init_rank_texts.update(
+                            text(index) for _, v in fn.bindings.get(given.id, ())
+                            if (index := self._one_per_node_index(v, fn)) is not None)
                         if not fn.__dict__.get("_call_conds", {}).get(id(call)) and given.id in fn.params[:1]:
                             index_copies.append((fn, [text(t) for t in copies if t.value.id != "self"]))
                     if given is not None and not isinstance(fn.node, ast.Module):
@@ -1101,6 +1107,28 @@ class RankFlow:
             found = replace(found, assumption=f"each node runs {left.right.value} processes (the `% "
                                               f"{left.right.value}` written in)")
         return found
+
+    def _one_per_node_index(self, value: ast.AST, fn: Function) -> Optional[ast.AST]:
+        """X of a rank made as `X * per_node + local` (either order) where per_node is 1 wherever
+        it is set (a literal, or a field every assignment sets to 1 and no option declares -
+        `args.gpus = 1` after the parse, not a `--gpus` the launch may raise):
+        with one process a node, X - an option or a field - is the rank itself. None otherwise."""
+        if not (value.__class__ is ast.BinOp and value.op.__class__ is ast.Add):
+            return None
+        for product in (value.left, value.right):
+            if product.__class__ is ast.BinOp and product.op.__class__ is ast.Mult:
+                for index, count in ((product.left, product.right), (product.right, product.left)):
+                    if index.__class__ in (ast.Attribute, ast.Subscript) and self._always_one(count):
+                        return index
+        return None
+
+    def _always_one(self, node: ast.AST) -> bool:
+        if node.__class__ is ast.Constant:
+            return node.value == 1 and node.value is not True
+        declared = {dest for dest, _ in declared_options(self.program.files).values()}
+        held = self.program.attribute_constants(node.attr) if node.__class__ is ast.Attribute and \
+            node.attr not in declared else None
+        return held is not None and len(held) == 1 and type(next(iter(held))) is int and 1 in held
 
     def _init_rank_text(self, node: ast.AST) -> bool:
         """The expression is what init_process_group was handed as `rank=`, as written there or

@@ -566,6 +566,9 @@ class Walker:
             handed = [(kw.arg, kw.value) for kw in call.keywords if kw.arg == "args"]
             passed += [(slot, unwrapped) for slot, value in handed if isinstance(value, (ast.Tuple, ast.List))
                        for item in value.elts for unwrapped in partial_target(program, item, fn)]
+        if passed and call.func.__class__ is ast.Name and call.func.id in _LOOKS_AT and not targets and \
+                program.symbol(call.func.id, fn) is None:
+            passed = []  # `hasattr(train_one_epoch, "_best")`: a builtin that looks at a function runs none
         if passed and wrap_test(program, call, fn) is not None:
             passed = []  # `when(lambda: rank == 0)(checkpoint)`: gated where the result is called
         for slot, arg in passed:
@@ -581,9 +584,15 @@ class Walker:
                 fn.events.append(Event("ref", call, line, guards, loops, targets=tuple(refs), conds=conds))
 
 
+# builtins that look at what they are handed (its attributes, type, identity, text) and never call it
+_LOOKS_AT = frozenset({"hasattr", "getattr", "setattr", "delattr", "isinstance", "issubclass", "callable",
+                       "id", "hash", "type", "vars", "dir", "repr", "str", "print", "format"})
+
+
 def _arity_fits(target, call: ast.Call) -> bool:
-    """The call gives the function's required parameters and no more positional ones than it
-    takes (anything goes where `*args` / `**kwargs` spread on either side)."""
+    """The call gives the function's required parameters, no more positional ones than it takes
+    and no keyword it does not take (anything goes where `*args` / `**kwargs` spread on either
+    side)."""
     args = getattr(target.node, "args", None)
     if args is None or any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
         return True
@@ -591,6 +600,8 @@ def _arity_fits(target, call: ast.Call) -> bool:
     if len(call.args) > len(params) and args.vararg is None:
         return False
     defaults, given = param_defaults(target.node), {k.arg for k in call.keywords}
+    if args.kwarg is None and not given <= {*params, *target.kwonly}:
+        return False  # (`frames[0].save(path, save_all=True, loop=0)` of PIL is no `save(self, path)`)
     return all(p in defaults or p in given for p in [*params[len(call.args):], *target.kwonly])
 
 
