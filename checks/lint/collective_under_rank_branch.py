@@ -82,6 +82,17 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         then one-sided. A rank test's other part on a parameter that a call every rank makes
         opens with a constant (`split != "train"`, a call handing `split="dev"`) is no
         assumption: an error that names that call.
+        Nor is a collective on the one-process side of the run's own switch, however deep
+        (`if cfg.distributed: self.model.module(x) else: self.model(x)` in rank 0's
+        validation), nor a forward on a field rank 0 rebinds to the plain module before it
+        evaluates (`if isinstance(self.model, DDP): self.model = self.model.module`, then
+        `self._test_loop()` or `run(model=self.model)`), nor one under a remainder compared
+        with a value it never takes (`epoch % 10 == -1`). A main-process helper answering
+        `int(os.environ["RANK"]) == 0` under `if "RANK" in os.environ:` (the same on every
+        rank) and `True` otherwise is a rank test. A helper that picks a class into a local
+        name (`model = Joint` on one side of an if/elif) builds one of those where its result
+        is called, and a config object's field reads its dataclass default for the
+        checkpoint a model loads (`base_model_name: str = "bert-base"`: buffers).
         Nor is a rank test that can only hold in a run of one process (`if not distributed
         and device_id > 0: return`, `world_size == 1`): every distributed rank goes on; nor a
         check that the launch gave each process a GPU (`if local_rank >= torch.cuda.

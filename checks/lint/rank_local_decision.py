@@ -41,7 +41,10 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
           (Lightning then skips that rank's backward alone), and a `raise` on such a test that
           a broad handler around it swallows (`except Exception:` without raising again, or
           with a way through that does not, `if fail_safe: restart() else: raise`: the rank
-          skips the rest of the `try`, its backward with it) - also a handler a caller a few
+          skips the rest of the `try`, its backward with it; not a `continue` in a loop whose
+          only collective work is DDP forwards with gradients off - a validation loop skipping
+          a NaN batch: the one buffer broadcast a rank makes after training happens at its
+          next forward) - also a handler a caller a few
           calls up wraps round the call (a tracker's loss raising on NaN predictions, the
           trainer's `except:` round the epoch restarting it: the rank skips the backward the
           step loop runs after the loss; with no such handler up the calls the raise ends the job);

@@ -30,7 +30,13 @@ def save_on_every_rank(facts: LintFacts) -> list[Problem] | Skipped:
         only value that field is ever set to, and no `--gpus` option, is one process a node:
         `if args.nr == 0:` is the job's rank 0.) A method guessed by its name alone, on a
         receiver whose class is not known (`frames[0].save(out, save_all=True)`), is not one
-        the call hands keywords it does not take. A `--local_rank` option the launch
+        the call hands keywords it does not take. A save under a config flag every config
+        beside the script sets false (`if cfg.method.save_model:`) is off, as one under an
+        option off by default is - also the script's only save in a Lightning run, whose
+        Trainer keeps the checkpoints. A library save in an imported function that drives
+        the training itself (`trainer.train()`, or a backward) is judged as the entry
+        script's, and a DeepSpeed run whose every JSON config beside the script holds a ZeRO
+        stage below 3 shards no state a save writes. A `--local_rank` option the launch
         never hands (every launch written beside the script uses torchrun, which puts the local
         rank in LOCAL_RANK alone, and nothing reads that variable) keeps its default on every
         rank: a save under `if args.local_rank == 0:` is every rank's. So does a `--rank`

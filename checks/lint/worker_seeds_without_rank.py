@@ -58,7 +58,9 @@ def worker_seeds_without_rank(facts: LintFacts) -> list[Problem] | Skipped:
         (`torch.initial_seed()`, `get_worker_info().seed`, `np.random.get_state()`: torch seeds
         those per worker from the rank's generator), and seeds of unknown origin (a parameter,
         a helper's result). A draw in an `except` handler (a stand-in sample picked on a read
-        error) is no augmentation; a transform built with its augmentation switched on
+        error) is no augmentation, nor one that only picks another sample and retries (`idx =
+        random.randint(0, n - 1); continue` on a sample whose files are missing, `return
+        self[random.randrange(n)]`); a transform built with its augmentation switched on
         (`_aug=True`) is one. Nor is an evaluation loader that no training loop reads, or a loader
         built on some ranks only (the variety it would cost is the training augmentation's),
         nor a loader that runs no workers on the values the source

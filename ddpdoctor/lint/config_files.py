@@ -69,6 +69,27 @@ def engine_launched(script: Path, read: list) -> Optional[str]:
     return named.pop() if len(named) == 1 and named <= {"DeepSpeed", "FSDP"} else None
 
 
+def deepspeed_json_stages(script: Path, read: list) -> set:
+    """The ZeRO stage each DeepSpeed JSON config beside the script sets (`"zero_optimization":
+    {"stage": 0}`), None for one that says none or cannot be read ("auto", broken JSON); bounded
+    as the YAML search is. read: gets each such file's path (the lint cache digests it)."""
+    stages: set = set()
+    for config, body in _beside(script, (".json",), MAX_CONFIGS, MAX_CONFIG_BYTES):
+        if "zero_optimization" not in body:
+            continue
+        if str(config) not in read:
+            read.append(str(config))
+        try:
+            data = json.loads(body)
+        except ValueError:
+            stages.add(None)
+            continue
+        zero = data.get("zero_optimization") if isinstance(data, dict) else None
+        stage = zero.get("stage") if isinstance(zero, dict) else None
+        stages.add(stage if type(stage) is int else None)
+    return stages
+
+
 def launched_zero_stage(script: Path, read: list) -> Optional[int]:
     """The DeepSpeed ZeRO stage (`zero_stage: 3` under its `deepspeed_config:`) of the Accelerate
     config every launch beside the script names, where each picks DeepSpeed and they agree;

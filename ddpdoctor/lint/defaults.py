@@ -107,6 +107,15 @@ def option_off(test_text: str, program: Program) -> bool:
     return value in (None, False, 0, "")
 
 
+def config_flag_off(test_text: str, program: Program) -> bool:
+    """`if cfg.method.save_model:` where every YAML config beside the script that sets the flag
+    sets it false (settled through config_truth; never the distributed switch): off on every
+    shipped config, as an option off by default is on a launch that leaves it."""
+    test = parse_test(test_text) if len(test_text) < 200 else None
+    return test.__class__ is ast.Attribute and test.value.__class__ is ast.Attribute and \
+        option_value(test, program) is None and settled(test, program) is False
+
+
 # `config["seed"] is not None`, `cfg.get("seed")`: a test on one key of a dict config
 KEY_TEST = re.compile(r"""^(\w+)(?:\[['"](\w+)['"]\]|\.get\(['"](\w+)['"]\))(?: is not None)?$""")
 
@@ -317,6 +326,15 @@ def constructed_truth(part: ast.AST, fn: Function, program: Program) -> Optional
     return None if found is None else (not found if negate else found)
 
 
+def declared_field_default(node: ast.AST, fn: Function, program: Program) -> Optional[tuple[Any, str]]:
+    """The constant the one local class of `cfg` declares for the field `cfg.<field>` reads (a
+    dataclass's `base_model_name: str = "bert-base"`), where no method sets it: (value, where)."""
+    if not isinstance(node, ast.Attribute):
+        return None
+    klass = declared_class(node.value, fn, program)
+    return _field_default(klass, node.attr, program) if klass is not None else None
+
+
 def _field_default(klass: Klass, attr: str, program: Program) -> Optional[tuple[Any, str]]:
     """The constant every declaration of `attr` in the class's family gives, where none of them
     assigns it in a method (`self.attr = ...`, `__post_init__`) and at least one declares it."""
@@ -387,7 +405,24 @@ def three_valued(test: ast.AST, leaf) -> Optional[bool]:
 def literal_truth(test: ast.AST) -> Optional[bool]:
     """A test's truth where its literals alone decide it (`False`, `0`, `False and x`, `True or
     x`, `not False`); None otherwise."""
-    return three_valued(test, lambda part: bool(part.value) if part.__class__ is ast.Constant else None)
+    return three_valued(test, _literal_leaf)
+
+
+def _literal_leaf(part: ast.AST) -> Optional[bool]:
+    """A constant's truth, or a remainder compared with a value it never takes: `epoch % 10 ==
+    -1` (or `== 10`) is false whatever epoch is, `!=` true (Python's `%` by a positive number
+    is in [0, n))."""
+    if part.__class__ is ast.Constant:
+        return bool(part.value)
+    if part.__class__ is ast.Compare and len(part.ops) == 1 and part.ops[0].__class__ in (ast.Eq, ast.NotEq) \
+            and part.left.__class__ is ast.BinOp and part.left.op.__class__ is ast.Mod:
+        modulus, value = part.left.right, part.comparators[0]
+        if value.__class__ is ast.UnaryOp and value.op.__class__ is ast.USub and value.operand.__class__ is ast.Constant:
+            value = ast.Constant(-value.operand.value) if type(value.operand.value) is int else value
+        if modulus.__class__ is ast.Constant and type(modulus.value) is int and modulus.value > 0 and \
+                value.__class__ is ast.Constant and type(value.value) is int and not 0 <= value.value < modulus.value:
+            return part.ops[0].__class__ is ast.NotEq
+    return None
 
 
 def defined_truth(test: ast.AST, program: Program, fn) -> Optional[bool]:
@@ -396,10 +431,8 @@ def defined_truth(test: ast.AST, program: Program, fn) -> Optional[bool]:
     and not evaluate:` with `evaluate` the module's own evaluation function, not a flag, never
     runs its block."""
     def leaf(part: ast.AST) -> Optional[bool]:
-        if part.__class__ is ast.Constant:
-            return bool(part.value)
         if part.__class__ is not ast.Name:
-            return None
+            return _literal_leaf(part)
         scope, name = fn, part.id
         while scope is not None:
             if scope.bindings.get(name):

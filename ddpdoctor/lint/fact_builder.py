@@ -15,7 +15,7 @@ from ddpdoctor.lint import reaching
 from ddpdoctor.lint.defaults import DIST_SWITCH, declared_off, off_at_launch, option_value, runs_once_at_launch, three_valued
 from ddpdoctor.lint.nodes import parse_test as _test_of, walk
 from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_BUILT, DDP_FORWARD, fresh_model, fsdp_builder, plain_module, prepared_ddp, holds_no_ddp, dotted, grad_off_by, grad_switch, is_const, keyword, last_name,
-                                     ddp_model, tests_around, text, through_grad_off)
+                                     ddp_model, tests_around, text, through_grad_off, unwrapped_from)
 from ddpdoctor.lint.program import Event, Function, Guard, Klass, Program, explicit_self
 from ddpdoctor.lint.ranks import NEGATED_SWITCH, UNIFORM_NAME, _on_self
 from ddpdoctor.lint.walker import COMMAND, exits, side_conds
@@ -109,8 +109,12 @@ class BuilderCore:
             if call is not None and event.guards and _closed_by_call(fn, call, event.guards, context):
                 continue  # `if local_rank == 0 and not evaluate: barrier()` entered with `evaluate=True`
             if event.kind == "collective" and id(event) not in paired:
+                if event.conds and _single_process(event.conds, self._switches(), self.wraps_ddp()):
+                    continue  # `if cfg.distributed: model.module(x) else: model(x)`: one process there
                 if call is not None and self._unwrapped_here(fn, call, event, stack[-1] if stack else None):
                     continue  # `evaluate(unwrap(model))`: this way in passes the plain module
+                if call is not None and stack and _field_unwrapped_on_entry(fn, call, event, stack[-1]):
+                    continue  # `self.model = self.model.module; self._test_loop(loader)`: plain there
                 if _on_the_unwrapped_side(event):
                     continue  # `if hasattr(gen, "module"): gen.module(x) else: gen(x)`: gen is plain there
                 if call is not None and event.op.startswith((DDP_FORWARD, DDP_BACKWARD)) and \
@@ -184,6 +188,9 @@ class BuilderCore:
         index = positional.index(node.func.id) - offset if node.func.id in positional else -1
         if value is None and 0 <= index < len(call.args):
             value = call.args[index]
+        if value is not None and _self_field_of(value) and caller is not None and \
+                _rebound_to_module(caller, call, value.attr):
+            return True  # `self.model = self.model.module` before `anomaly.run(model=self.model)`
         if value is not None and isinstance(value, ast.Name) and caller is not None:
             if prepared_ddp(self.program, value, caller, call.lineno) is not None:
                 return False  # `model, opt = accelerator.prepare(model, opt)` above: the wrapper
@@ -1296,6 +1303,45 @@ def ruled_out(fn: Function, node: Optional[ast.AST], way_in: ast.AST, guards: tu
         switched = _switched(fn, way_in, name, none_only=kept != cond and kept != cond[4:])
         if switched is not None and switched is not wanted:
             return True
+    return False
+
+
+def _self_field_of(node: ast.AST) -> bool:
+    return node.__class__ is ast.Attribute and node.value.__class__ is ast.Name and node.value.id == "self"
+
+
+def _field_unwrapped_on_entry(fn: Function, call: ast.Call, event, caller: Function) -> bool:
+    """A DDP forward on the object's own field (`self.model(x)` in `_test_loop`) entered through
+    a call on the same object (`self._test_loop(loader)`) that the caller makes after rebinding
+    the field to the plain module (`if isinstance(self.model, DDP): self.model = self.model.module`,
+    rank 0's evaluation after training): the module's forward, no collective."""
+    node = event.node
+    return event.op.startswith(DDP_FORWARD) and node.__class__ is ast.Call and _self_field_of(node.func) \
+        and fn.cls is not None and fn.cls is caller.cls and _self_field_of(call.func) \
+        and _rebound_to_module(caller, call, node.func.attr)
+
+
+def _rebound_to_module(caller: Function, call: ast.Call, field: str) -> bool:
+    """`self.<field> = self.<field>.module` (or an unwrap of it, alone or as the whole body of an
+    `if` with no else) runs before call in a block around it in the caller."""
+    def unwraps(stmt: ast.stmt) -> bool:
+        if stmt.__class__ is ast.If and not stmt.orelse:
+            return bool(stmt.body) and all(unwraps(s) for s in stmt.body)
+        return stmt.__class__ is ast.Assign and len(stmt.targets) == 1 and _self_field_of(stmt.targets[0]) \
+            and stmt.targets[0].attr == field and (inner := unwrapped_from(stmt.value)) is not None \
+            and _self_field_of(inner) and inner.attr == field
+
+    body = getattr(caller.node, "body", [])
+    while body:
+        index = next((i for i, s in enumerate(body) if any(n is call for n in walk(s))), None)
+        if index is None:
+            return False
+        if any(unwraps(s) for s in body[:index]):
+            return True
+        holder = body[index]
+        blocks = [getattr(holder, f, None) or [] for f in ("body", "orelse", "finalbody")] + \
+            [h.body for h in getattr(holder, "handlers", ())]
+        body = next((b for b in blocks if any(n is call for s in b for n in walk(s))), [])
     return False
 
 

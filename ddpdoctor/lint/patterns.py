@@ -2368,6 +2368,12 @@ def _buffered(program: Program, node: ast.AST, fn: Function, depth: int, seen: s
                     return True
             if _picked_buffered(program, _looked_up_classes(program, value.func, scope), seen):
                 return True  # (a name looked up at run time picks one: they stand for it as most are)
+            if value.func.__class__ is ast.Name and program.symbol(value.func.id, scope) is None and \
+                    _picked_buffered(program, [t.cls for t in program.resolve(value.func, scope)[0]
+                                               if t.name == "__init__" and t.cls is not None], set()):
+                # (`model_cls = select_model(kind)`, a helper picking a class: those it may return;
+                # judged afresh - the classes the lookups above just visited are marked seen)
+                return True
             if _picked_buffered(program, [k for k in program.attribute_of_loaded(value.func, scope) if program.is_class(k)],
                                 seen):
                 return True  # (`Model = import_module(cfg.model_module_path).Model`: the classes the configs name)
@@ -2703,6 +2709,10 @@ def _buffered_checkpoint(program: Program, call: ast.Call, fn: Function) -> bool
     # (a parameter the callers hand an option: `SimCSEModel(args.model_name)`, then
     # `AutoModel.from_pretrained(base_model)` in its constructor)
     names += [program.option_defaults().get(v.attr) for v, _ in held if isinstance(v, ast.Attribute) and v is not given]
+    # (or a config object's field, its default declared in the class: `model_cls(base_model_name=
+    # config.base_model_name)` with `config: TrainerConfig`, a dataclass naming a BERT checkpoint)
+    names += [found[0] for v, scope in held if isinstance(v, ast.Attribute)
+              for found in [program.field_default(v, scope)] if found is not None]
     if isinstance(given, ast.Constant):
         names.append(given.value)
     if isinstance(given, ast.Attribute):

@@ -919,6 +919,19 @@ def _live_source(program, method) -> str:
     return _source(method, _dead_lines(program, method))
 
 
+def _picks_a_stand_in(side: list) -> bool:
+    """A side that only picks another item and retries: names rebound (`idx = randint(...)`) then
+    `continue`, or `return self[...]` / `return self.__getitem__(...)`."""
+    last = side[-1]
+    retried = last.__class__ is ast.Continue or (
+        last.__class__ is ast.Return and last.value is not None and (
+            (last.value.__class__ is ast.Subscript and last.value.value.__class__ is ast.Name
+             and last.value.value.id == "self")
+            or (last.value.__class__ is ast.Call and last_name(last.value.func) == "__getitem__")))
+    return retried and all(s.__class__ is ast.Assign and all(t.__class__ is ast.Name for t in s.targets)
+                           or s.__class__ is ast.Expr for s in side[:-1])
+
+
 def _dead_lines(program, method) -> set[int]:
     """The lines of the method no way in runs (see _live_source), worked out once."""
     found = method.__dict__.get("_dead_lines")
@@ -952,6 +965,12 @@ def _dead_lines(program, method) -> set[int]:
         for handler in stmt.handlers:
             if handler.body:
                 skip |= set(range(handler.body[0].lineno, (handler.body[-1].end_lineno or handler.lineno) + 1))
+    # (and one on an unusable item, `if not os.path.exists(depth): idx = random.randint(0, n - 1);
+    # continue` in a `while True:` reader, or `return self[random.randrange(len(self))]`: the retry
+    # picks another sample)
+    for stmt in method.own_of(ast.If):
+        if stmt.body and _picks_a_stand_in(stmt.body):
+            skip |= set(range(stmt.body[0].lineno, (stmt.body[-1].end_lineno or stmt.lineno) + 1))
     method.__dict__["_dead_lines"] = skip
     return skip
 

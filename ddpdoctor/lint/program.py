@@ -2821,6 +2821,12 @@ class Program:
                     out.extend(symbol for r in maker.returned if r.__class__ is ast.Name and r.id not in maker.nested
                                for symbol in [self._callee_symbol(r, maker)]
                                if symbol.__class__ is Function and symbol.node.__class__ is not ast.Module)
+                    # (or a class it picks into a local name, `model = JointModel` on one side of
+                    # an if/elif, `model = None` on none, then `return model`: each it may return,
+                    # and `model_cls(...)` builds it - MMECA's select_model)
+                    out.extend(symbol for r in maker.returned if r.__class__ is ast.Name and r.id not in maker.params
+                               for _, picked in maker.bindings.get(r.id, ()) if picked.__class__ is ast.Name
+                               for symbol in [self._callee_symbol(picked, maker)] if symbol.__class__ is Klass)
                     # `return model` of `model = cls` picked in a loop over a loaded module's
                     # namespace (HCFlow's find_model_using_name)
                     if _walks_a_namespace(maker):
@@ -3376,6 +3382,11 @@ class Program:
         """The options' defaults as the program's files declare them, whatever a launch gives."""
         self.option_defaults()
         return self.__dict__.get("_declared_defaults", {})
+
+    def field_default(self, node: ast.AST, fn: Function) -> Optional[tuple]:
+        """(value, where) of the default the one local class of `cfg` declares for the field
+        `cfg.<field>` reads, where no method sets it (defaults.declared_field_default)."""
+        return defaults.declared_field_default(node, fn, self)
 
     def launch_candidates(self) -> dict[str, frozenset]:
         """The options the launches beside the script give different values (or one the shell

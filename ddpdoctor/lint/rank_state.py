@@ -2871,6 +2871,12 @@ def _effect(builder: Builder, fn: Function, stmt: ast.stmt, item: _Stmt, ddp: bo
             work = _work(builder, fn, list(loop.body) if own != "continue" else _after(loop.body, stmt), ddp)
             if work and own == "break" and no_grad_forward(work) and _forwarded_before(builder, fn, loop, stmt, ddp):
                 continue
+            if work and own == "continue" and _only_no_grad_forwards(builder, fn, loop, ddp):
+                # (`if torch.isnan(images).any(): continue` in a no-grad validation loop: DDP
+                # broadcasts the buffers once, in a rank's first forward after training; the rank
+                # that skips a batch still makes that one broadcast at its next forward, and the
+                # forwards after it meet no one)
+                continue
             if work and not (own == "continue" and _pairs(builder, fn, branch, work, ddp)):
                 return own, work
         if own in ("return", "exit") and not after_only:
@@ -3168,6 +3174,12 @@ def _work(builder: Builder, fn: Function, stmts: list, ddp: bool) -> str:
     """The first collective work in some statements: a collective (through local calls too), a
     DDP model's forward, a backward where a DDP model exists (its gradients are all-reduced)."""
     return next(_works(builder, fn, stmts, ddp), ("", None))[0]
+
+
+def _only_no_grad_forwards(builder: Builder, fn: Function, loop: ast.AST, ddp: bool) -> bool:
+    """Every collective work of the loop's body is a DDP forward with gradients off."""
+    works = list(_works(builder, fn, list(loop.body), ddp))
+    return bool(works) and all(no_grad_forward(op) for op, _ in works)
 
 
 def _forwarded_before(builder: Builder, fn: Function, loop: ast.AST, stmt: ast.stmt, ddp: bool) -> bool:

@@ -1776,6 +1776,10 @@ class RankFlow:
             # returns `int(os.environ.get("WORLD_SIZE", 1))` (deepjump's `world > 1`)
             return node.__class__ is ast.Name and depth > 0 and self._world_size_valued(node, fn)
         if isinstance(node, ast.Compare):
+            if len(node.ops) == 1 and node.ops[0].__class__ in (ast.In, ast.NotIn) and \
+                    node.left.__class__ is ast.Constant and isinstance(node.left.value, str) and \
+                    (self.program.qualify(node.comparators[0], fn) or text(node.comparators[0])) == "os.environ":
+                return True  # `"RANK" in os.environ`: the launcher sets the same variables on every rank
             return all(self.uniform(n, fn, depth) or isinstance(n, ast.Constant) for n in [node.left, *node.comparators])
         return False
 

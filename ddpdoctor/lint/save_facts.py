@@ -12,9 +12,10 @@ from typing import Optional
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import batch_flags, rank_state, reaching, writes
 from ddpdoctor.lint.ranks import handed_products
-from ddpdoctor.lint.defaults import off_at_launch, option_off, settled
+from ddpdoctor.lint.defaults import config_flag_off, off_at_launch, option_off, settled
 from ddpdoctor.lint.fact_builder import _rebound, _single_process, argument_at, assigned_pairs, guard_test, _switched, _test_of, given_constants, loc, rank_guards, reached_from
 from ddpdoctor.lint.nodes import source_lines, walk
+from ddpdoctor.lint.config_files import deepspeed_json_stages
 from ddpdoctor.lint.pins import pinned_major
 from ddpdoctor.lint.patterns import dotted, hf_trainer, keyword, last_name, save_call, save_path, text
 from ddpdoctor.lint.program import Function, Guard
@@ -106,7 +107,12 @@ class SaveFacts:
         """fn is a method of a class (or its local bases) whose methods run a backward, or a
         hook of a transformers TrainerCallback (`on_save`), which the Trainer calls on every process."""
         if fn.cls is None:
-            return False
+            # (a plain function that drives the training itself: `trainer = Trainer(...);
+            # trainer.train(); model.save_pretrained(dir)` in an imported `main`)
+            return fn.node.__class__ is not ast.Module and any(
+                isinstance(c.func, ast.Attribute) and ((c.func.attr == "backward") or (
+                    c.func.attr == "train" and not c.args and hf_trainer(self.program, c.func.value, fn)))
+                for c in fn.own_calls)
         if fn.name.startswith("on_") and any(b.rpartition(".")[2] == "TrainerCallback"
                                              for b in self.program.library_bases(fn.cls)):
             return True
@@ -206,7 +212,7 @@ class SaveFacts:
         if first:
             return SaveFact(where, path_text, False, first, None, how)
         if how != "torch.save" and fn.file is not self.program.files[0] and \
-                (_sharded_state(fn, call) or not (self._trainer_method(fn) or self._unwrapped_save(fn, call))):
+                (_sharded_state(self.program, fn, call) or not (self._trainer_method(fn) or self._unwrapped_save(fn, call))):
             # a library save inside an imported helper (a checkpoint handler, a tokenizer
             # wrapper, a converter): which ranks hold the state it writes (an FSDP state dict
             # gathered to rank 0) is not in the source. A plain `model.save_pretrained(dir)` in
@@ -226,12 +232,16 @@ class SaveFacts:
             return SaveFact(where, path_text, False, f"under `{pinned}`, which the process group's "
                             "set-up makes false")
         switch = next((c for c, flag in event.conds if flag and (option_off(c, self.program)
-                                                                 or self._handed_an_option_off(fn, c))), None)
-        if switch and not self._every_save_under(switch):
+                                                                 or self._handed_an_option_off(fn, c)
+                                                                 or config_flag_off(c, self.program))), None)
+        if switch and (not self._every_save_under(switch) or self.program.uses_lightning()):
             # `if args.resave: torch.save(...)` with --resave a store_true: a launch that leaves
             # the option never writes (as DDP801 and DDP808 judge such a branch). Not where the
             # option holds every save of the script (`--use_writer` around the checkpoints and
-            # the logs alike): a training run that keeps nothing is not the one launched.
+            # the logs alike): a training run that keeps nothing is not the one launched - unless
+            # Lightning's Trainer keeps the checkpoints itself (its ModelCheckpoint) and the
+            # script's own save under the switch is an extra (a config flag every config sets
+            # false, `if cfg.method.save_model:`, counts as such an option).
             return SaveFact(where, path_text, False, f"under `{switch}`, an option off unless the launch gives it")
         side = self.in_exiting_branch(fn)
         if side:
@@ -1522,11 +1532,24 @@ SHARDED_STATE = re.compile(r"FSDP|FullyShardedDataParallel|state_dict_type|State
                            r"deepspeed|get_state_dict|consolidate|gather_16bit|full_state_dict", re.IGNORECASE)
 
 
-def _sharded_state(fn, call: ast.Call) -> bool:
+def _sharded_state(program, fn, call: ast.Call) -> bool:
     if any(kw.arg == "state_dict" for kw in call.keywords):
         return True
     source = source_lines(fn.file.lines, fn.node) if not isinstance(fn.node, ast.Module) else ""
-    return bool(SHARDED_STATE.search(source or ""))
+    said = {m.lower() for m in SHARDED_STATE.findall(source or "")}
+    if said == {"deepspeed"} and _unpartitioned_deepspeed(program):
+        return False  # (`TrainingArguments(deepspeed=cfg.ds_config)` with every config at ZeRO 0-2)
+    return bool(said)
+
+
+def _unpartitioned_deepspeed(program) -> bool:
+    """Every DeepSpeed JSON config beside the script sets a ZeRO stage below 3: each rank holds
+    the whole model, and a save of it on every rank writes the same file."""
+    script = program.sources[0] if program.sources else None
+    if script is None or script.path is None:
+        return False
+    stages = deepspeed_json_stages(script.path, script.hydra_configs)
+    return bool(stages) and all(isinstance(stage, int) and stage < 3 for stage in stages)
 
 
 def _grown(scope: ast.AST, data: set[str]) -> set[str]:
