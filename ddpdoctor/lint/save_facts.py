@@ -104,8 +104,9 @@ class SaveFacts:
         return found[switch]
 
     def _trainer_method(self, fn: Function) -> bool:
-        """fn is a method of a class (or its local bases) whose methods run a backward, or a
-        hook of a transformers TrainerCallback (`on_save`), which the Trainer calls on every process."""
+        """fn is a method of a class (or its local bases) whose methods run a backward, a hook of
+        a transformers TrainerCallback (`on_save`), which the Trainer calls on every process, or
+        a plain function that drives the training itself (a backward, or a Trainer's train())."""
         if fn.cls is None:
             # (a plain function that drives the training itself: `trainer = Trainer(...);
             # trainer.train(); model.save_pretrained(dir)` in an imported `main`)
