@@ -110,7 +110,9 @@ def option_off(test_text: str, program: Program) -> bool:
 def config_flag_off(test_text: str, program: Program) -> bool:
     """`if cfg.method.save_model:` where every YAML config beside the script that sets the flag
     sets it false (settled through config_truth; never the distributed switch): off on every
-    shipped config, as an option off by default is on a launch that leaves it."""
+    shipped config, as an option off by default is on a launch that leaves it. Only a field of a
+    config object's group (`cfg.<group>.<flag>`, no option of that name): a bare `self.flag` or
+    `args.flag` is an object's state or an option, whose own readers judge it."""
     test = parse_test(test_text) if len(test_text) < 200 else None
     return test.__class__ is ast.Attribute and test.value.__class__ is ast.Attribute and \
         option_value(test, program) is None and settled(test, program) is False

@@ -13,7 +13,7 @@ from typing import Iterator, Optional
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import reaching
 from ddpdoctor.lint.defaults import DIST_SWITCH, declared_off, off_at_launch, option_value, runs_once_at_launch, three_valued
-from ddpdoctor.lint.nodes import parse_test as _test_of, walk
+from ddpdoctor.lint.nodes import blocks_around, parse_test as _test_of, walk
 from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_BUILT, DDP_FORWARD, fresh_model, fsdp_builder, plain_module, prepared_ddp, holds_no_ddp, dotted, grad_off_by, grad_switch, is_const, keyword, last_name,
                                      ddp_model, tests_around, text, through_grad_off, unwrapped_from)
 from ddpdoctor.lint.program import Event, Function, Guard, Klass, Program, explicit_self
@@ -1331,18 +1331,8 @@ def _rebound_to_module(caller: Function, call: ast.Call, field: str) -> bool:
             and stmt.targets[0].attr == field and (inner := unwrapped_from(stmt.value)) is not None \
             and _self_field_of(inner) and inner.attr == field
 
-    body = getattr(caller.node, "body", [])
-    while body:
-        index = next((i for i, s in enumerate(body) if any(n is call for n in walk(s))), None)
-        if index is None:
-            return False
-        if any(unwraps(s) for s in body[:index]):
-            return True
-        holder = body[index]
-        blocks = [getattr(holder, f, None) or [] for f in ("body", "orelse", "finalbody")] + \
-            [h.body for h in getattr(holder, "handlers", ())]
-        body = next((b for b in blocks if any(n is call for s in b for n in walk(s))), [])
-    return False
+    return any(unwraps(s) for block, index in blocks_around(getattr(caller.node, "body", []), call)
+               for s in block[:index])
 
 
 def _on_the_unwrapped_side(event) -> bool:

@@ -161,6 +161,26 @@ def source_lines(lines: list, node: ast.AST) -> str:
 TERMINATORS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 
 
+def blocks_around(body: list, node: ast.AST) -> list[tuple[list, int]]:
+    """(statement list, index) of each statement on the way from body down to the innermost
+    statement that holds node, outermost first (through `if` / `for` / `while` / `with` / `try`
+    blocks, their handlers and `match` cases; not into nested functions' bodies); [] where body
+    does not hold it."""
+    found: list[tuple[list, int]] = []
+    while body:
+        index = next((i for i, s in enumerate(body) if any(n is node for n in walk(s))), None)
+        if index is None:
+            break
+        found.append((body, index))
+        holder = body[index]
+        if isinstance(holder, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            break
+        blocks = [getattr(holder, f, None) or [] for f in ("body", "orelse", "finalbody")] + \
+            [h.body for h in getattr(holder, "handlers", ())] + [c.body for c in getattr(holder, "cases", ())]
+        body = next((b for b in blocks if any(n is node for s in b for n in walk(s))), [])
+    return found
+
+
 def parse_test(cond: str) -> Optional[ast.AST]:
     """A test's text (as the walker says it) parsed back; None where it does not parse, or is
     nested deeper than the interpreter parses. The trees are only read."""

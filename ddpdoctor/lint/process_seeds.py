@@ -928,8 +928,13 @@ def _picks_a_stand_in(side: list) -> bool:
             (last.value.__class__ is ast.Subscript and last.value.value.__class__ is ast.Name
              and last.value.value.id == "self")
             or (last.value.__class__ is ast.Call and last_name(last.value.func) == "__getitem__")))
-    return retried and all(s.__class__ is ast.Assign and all(t.__class__ is ast.Name for t in s.targets)
-                           or s.__class__ is ast.Expr for s in side[:-1])
+    return retried and all((s.__class__ is ast.Assign and all(t.__class__ is ast.Name for t in s.targets))
+                           or (s.__class__ is ast.Expr and s.value.__class__ is ast.Call
+                               and last_name(s.value.func) in _LOG_CALLS) for s in side[:-1])
+
+
+# calls that only report (a retry's `print(f"missing {path}")`, `logger.warning(...)`)
+_LOG_CALLS = frozenset({"print", "debug", "info", "warning", "warn", "error", "log"})
 
 
 def _dead_lines(program, method) -> set[int]:

@@ -27,7 +27,7 @@ from ddpdoctor.core.torch_names import RECEIVING
 from ddpdoctor.lint import no_sync, reaching
 from ddpdoctor.lint.defaults import declared_off, settled as defaults_settled
 from ddpdoctor.lint.fact_builder import _single_process, compared, never_true, pinned_constants
-from ddpdoctor.lint.nodes import children, key_presence as _key_presence, walk
+from ddpdoctor.lint.nodes import blocks_around, children, key_presence as _key_presence, walk
 from ddpdoctor.lint.ranks import counts_every_pass
 from ddpdoctor.lint.walker import (TERMINATORS, _negation_text, _never_returns, clean_exit, exits as _exits, is_main_block, rank_return_in_try,
                                    side_conds)
@@ -2871,7 +2871,7 @@ def _effect(builder: Builder, fn: Function, stmt: ast.stmt, item: _Stmt, ddp: bo
             work = _work(builder, fn, list(loop.body) if own != "continue" else _after(loop.body, stmt), ddp)
             if work and own == "break" and no_grad_forward(work) and _forwarded_before(builder, fn, loop, stmt, ddp):
                 continue
-            if work and own == "continue" and _only_no_grad_forwards(builder, fn, loop, ddp):
+            if work and own == "continue" and _no_grad_forwards(builder, fn, loop, ddp):
                 # (`if torch.isnan(images).any(): continue` in a no-grad validation loop: DDP
                 # broadcasts the buffers once, in a rank's first forward after training; the rank
                 # that skips a batch still makes that one broadcast at its next forward, and the
@@ -3050,12 +3050,8 @@ def _caught_above(builder: Builder, fn: Function, stmt: ast.If, ddp: bool) -> st
 
 def _statement_of(body: list, node: ast.AST) -> Optional[ast.stmt]:
     """The innermost statement under body holding node."""
-    found = None
-    for top in body:
-        for inner in walk(top):
-            if isinstance(inner, ast.stmt) and any(n is node for n in walk(inner)):
-                found = inner  # (walk goes outer to inner: the last one holding it is the innermost)
-    return found
+    way = blocks_around(body, node)
+    return way[-1][0][way[-1][1]] if way else None
 
 
 def _helper_exits_cleanly(program, stmt: ast.stmt, fn: Function) -> bool:
@@ -3176,10 +3172,11 @@ def _work(builder: Builder, fn: Function, stmts: list, ddp: bool) -> str:
     return next(_works(builder, fn, stmts, ddp), ("", None))[0]
 
 
-def _only_no_grad_forwards(builder: Builder, fn: Function, loop: ast.AST, ddp: bool) -> bool:
-    """Every collective work of the loop's body is a DDP forward with gradients off."""
+def _no_grad_forwards(builder: Builder, fn: Function, loop: ast.AST, ddp: bool) -> list:
+    """The collective work of the loop's body, (op, call) each, where every one is a DDP forward
+    with gradients off; [] otherwise."""
     works = list(_works(builder, fn, list(loop.body), ddp))
-    return bool(works) and all(no_grad_forward(op) for op, _ in works)
+    return works if all(no_grad_forward(op) for op, _ in works) else []
 
 
 def _forwarded_before(builder: Builder, fn: Function, loop: ast.AST, stmt: ast.stmt, ddp: bool) -> bool:
@@ -3188,9 +3185,7 @@ def _forwarded_before(builder: Builder, fn: Function, loop: ast.AST, stmt: ast.s
     ... except: errors += 1; if errors > 10: break`): DDP broadcasts the buffers once, in the
     first forward after a training step, which the breaking rank has run like the others; the
     forwards it then skips meet no one."""
-    works = list(_works(builder, fn, list(loop.body), ddp))
-    return bool(works) and all(no_grad_forward(op) for op, _ in works) and \
-        any(node.lineno < stmt.lineno for _, node in works)
+    return any(node.lineno < stmt.lineno for _, node in _no_grad_forwards(builder, fn, loop, ddp))
 
 
 def _works(builder: Builder, fn: Function, stmts: list, ddp: bool):

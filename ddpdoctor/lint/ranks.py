@@ -1125,9 +1125,10 @@ class RankFlow:
     def _always_one(self, node: ast.AST) -> bool:
         if node.__class__ is ast.Constant:
             return node.value == 1 and node.value is not True
-        declared = {dest for dest, _ in declared_options(self.program.files).values()}
-        held = self.program.attribute_constants(node.attr) if node.__class__ is ast.Attribute and \
-            node.attr not in declared else None
+        if node.__class__ is not ast.Attribute or \
+                node.attr in {dest for dest, _ in declared_options(self.program.files).values()}:
+            return False
+        held = self.program.attribute_constants(node.attr)
         return held is not None and len(held) == 1 and type(next(iter(held))) is int and 1 in held
 
     def _init_rank_text(self, node: ast.AST) -> bool:

@@ -1545,12 +1545,16 @@ def _sharded_state(program, fn, call: ast.Call) -> bool:
 
 def _unpartitioned_deepspeed(program) -> bool:
     """Every DeepSpeed JSON config beside the script sets a ZeRO stage below 3: each rank holds
-    the whole model, and a save of it on every rank writes the same file."""
-    script = program.sources[0] if program.sources else None
-    if script is None or script.path is None:
-        return False
-    stages = deepspeed_json_stages(script.path, script.hydra_configs)
-    return bool(stages) and all(isinstance(stage, int) and stage < 3 for stage in stages)
+    the whole model, and a save of it on every rank writes the same file. (The folder is read
+    once per program, not once per library save.)"""
+    found = program.__dict__.get("_unpartitioned_deepspeed")
+    if found is None:
+        script = program.sources[0] if program.sources else None
+        stages = deepspeed_json_stages(script.path, script.hydra_configs) \
+            if script is not None and script.path is not None else set()
+        found = program.__dict__["_unpartitioned_deepspeed"] = \
+            bool(stages) and all(isinstance(stage, int) and stage < 3 for stage in stages)
+    return found
 
 
 def _grown(scope: ast.AST, data: set[str]) -> set[str]:

@@ -597,6 +597,14 @@ def test_a_draw_that_only_picks_a_stand_in_sample_is_no_augmentation(tmp_path):
     assert _codes(lint_tree(tmp_path, {"train.py": script}), "DDP808") == []
 
 
+def test_its_twin_a_side_that_reshuffles_before_it_retries_draws(tmp_path):
+    # (not a stand-in pick: the side reorders the files in the worker, every later item with it)
+    script = RETRY.format(augment="").replace(
+        "idx = random.randint(0, len(self.files) - 1)", "random.shuffle(self.files)")
+    found = _codes(lint_tree(tmp_path, {"train.py": script}), "DDP808")
+    assert [f.location.line for f in found] == [_line(script, "# the loader")]
+
+
 def test_its_twin_a_random_flip_is_one(tmp_path):
     script = RETRY.format(augment="\n            if random.random() < 0.5:\n                x = x.flip(0)")
     found = _codes(lint_tree(tmp_path, {"train.py": script}), "DDP808")
