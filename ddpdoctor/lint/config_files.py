@@ -81,7 +81,7 @@ def deepspeed_json_stages(script: Path, read: list) -> set:
             read.append(str(config))
         try:
             data = json.loads(body)
-        except ValueError:
+        except (ValueError, RecursionError):  # (a config nested past the parser's depth is no config)
             stages.add(None)
             continue
         zero = data.get("zero_optimization") if isinstance(data, dict) else None

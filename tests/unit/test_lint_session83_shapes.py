@@ -785,3 +785,10 @@ def test_a_picked_class_built_from_a_dataclass_default_checkpoint_holds_buffers(
 def test_its_twin_a_checkpoint_of_a_family_without_buffers(tmp_path):
     script = PICKED.format(checkpoint="my-org/tiny-mlp")
     assert _codes(lint_tree(tmp_path, {"train.py": script}), "DDP801") == []
+
+
+def test_a_deepspeed_config_nested_past_the_parser_is_no_config(tmp_path):
+    # (a hostile or broken JSON beside the script: read as saying no stage, never a crash)
+    nested = '{"zero_optimization": ' + "[" * 50_000 + "]" * 50_000 + "}"
+    files = {"train.py": ENTRY, "src/__init__.py": "", "src/driver.py": DRIVER, "config/ds.json": nested}
+    assert _codes(lint_tree(tmp_path, files), "DDP806") == []
