@@ -60,8 +60,11 @@ def save_on_every_rank(facts: LintFacts) -> list[Problem] | Skipped:
         vendored `transformers/` whose `save_pretrained` runs `torch.save`) reached only through
         the script's call, itself told, is one write: told once, at that call. Accelerate's `save` /
         `save_state` and a Trainer's `save_model` write from the main process themselves (a
-        Trainer subclass's own `save_model` / `_save`, which the Trainer calls on every
-        process, writes wherever it does not test `self.args.should_save` or the like), and a save inside a "rank 0 first" block (a
+        Trainer subclass's own `save_model`, which the Trainer calls on every process, writes
+        wherever it does not test `self.args.should_save` or the like; so does its own `_save`
+        under transformers 5, while 4.x's save_model calls `_save` only where `should_save`
+        holds, and a project that pins 4.x or uses what only 4.x's Trainer has is read so),
+        and a save inside a "rank 0 first" block (a
         context manager that lets rank 0 through, then the others after a barrier, such as
         `accelerator.main_process_first()`, or written out: `if local_rank == 0: ds = Cache()`,
         a barrier, then `ds = Cache()` on every rank) builds a cache the others then read: not reported.

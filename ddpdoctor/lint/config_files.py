@@ -223,24 +223,26 @@ def yaml_beside(script: Path) -> list[tuple[Path, str]]:
     return list(_beside(script, (".yaml", ".yml", ".toml"), MAX_CONFIGS, MAX_CONFIG_BYTES))
 
 
-def config_values(script: Path, bodies: list, path: tuple, read: list) -> Optional[set]:
+def config_values(script: Path, bodies: list, path: tuple, read: list, lists: bool = False) -> Optional[set]:
     """The values the YAML configs beside the script (bodies: yaml_beside's) give a nested key
     (`DATASET: / TYPE: imagenet` for ("DATASET", "TYPE"), a yacs config's override file): what
     a launch that merges one of them may hold there. None where some config gives it a value
     this does not read as a plain scalar (an anchor, a flow mapping, `${...}`): not known.
     read: gets each config that sets it; where none does, the folders looked in (a config added
-    later is read, not a stale answer from the lint cache)."""
+    later is read, not a stale answer from the lint cache). lists: the elements of the list each
+    config gives the key instead (`models: [particle_net]`: what a loop over it may hold)."""
     found: set = set()
+    nested = _list_elements if lists else _nested_values
     for config, body in bodies:
         if path[-1] not in body:
             continue
         toml = config.suffix == ".toml"
-        values = _toml_values(body, path) if toml else _nested_values(body, path)
+        values = _toml_values(body, path, lists) if toml else nested(body, path)
         if not toml and values is not None and len(path) > 1 and config.parent.name == path[0] and \
                 _package_of(body) in (None, "_group_", path[0]):
             # a Hydra config group's option (`conf/train/biencoder_default.yaml` holds what
             # `cfg.train` is when the defaults list picks it): its keys sit under the group's name
-            more = _nested_values(body, path[1:])
+            more = nested(body, path[1:])
             values = None if more is None else values | more
         if values is None:
             return None
@@ -253,10 +255,11 @@ def config_values(script: Path, bodies: list, path: tuple, read: list) -> Option
     return found
 
 
-def _toml_values(body: str, path: tuple) -> Optional[set]:
+def _toml_values(body: str, path: tuple, lists: bool = False) -> Optional[set]:
     """The value a TOML config gives a nested key (a table per level: `[DATASET]` / `TYPE =
     "imagenet"`), as a set of one; empty where it sets none or does not parse (a file that is no
-    config of ours); None where the value is no scalar (a table, an array): not known."""
+    config of ours); None where the value is no scalar (a table, an array): not known. lists:
+    the elements of the array it gives the key (None where it is no array of scalars)."""
     if tomllib is None:
         return set()
     try:
@@ -267,6 +270,9 @@ def _toml_values(body: str, path: tuple) -> Optional[set]:
         if not isinstance(held, dict) or key not in held:
             return set()
         held = held[key]
+    if lists:
+        scalar = isinstance(held, list) and all(isinstance(v, (str, int, float, bool)) for v in held)
+        return set(held) if scalar else None
     return {held} if isinstance(held, (str, int, float, bool)) else None
 
 
@@ -307,6 +313,76 @@ def _nested_values(body: str, path: tuple) -> Optional[set]:
         else:
             held.append((indent, key))
     return found
+
+
+def _list_elements(body: str, path: tuple) -> Optional[set]:
+    """The elements of the YAML lists a config gives a nested key, flow (`models: [a, 'b']`) or
+    block (`- a` lines below the key); empty where it sets none; None where it gives the key
+    anything else (a scalar, a list of mappings, an anchor, `${...}`): not known."""
+    found: set = set()
+    held: list[tuple[int, str]] = []
+    lines = body.splitlines()
+    for number, line in enumerate(lines):
+        match = _YAML_KEY.match(line)
+        if match is None:
+            continue
+        indent, key, value = len(match.group("indent")), match.group("key"), (match.group("value") or "").strip()
+        while held and held[-1][0] >= indent:
+            held.pop()
+        if tuple(k for _, k in held) + (key,) == path:
+            items = _flow_items(value) if value else _block_items(lines, number + 1, indent)
+            if items is None:
+                return None
+            found |= items
+        elif not value:
+            held.append((indent, key))
+    return found
+
+
+_FLOW_LIST = re.compile(r"^\[([^\[\]{}]*)\]$")
+_BLOCK_ITEM = re.compile(r"^(?P<indent>[ ]*)-[ \t]+(?P<value>[^#]*?)[ \t]*(?:#.*)?$")
+
+
+def _plain_item(text: str) -> Optional[object]:
+    """One list element as the code reads it; None where it is no plain scalar (a mapping, an
+    alias, an interpolation, a nested collection)."""
+    text = text.strip()
+    if not text or _NOT_PLAIN.search(text) or re.search(r":(\s|$)", text):
+        return None
+    return _literal(text.strip("'\""))
+
+
+def _flow_items(value: str) -> Optional[set]:
+    """The elements of `[a, 'b', 3]` (plain scalars only); None for anything else."""
+    match = _FLOW_LIST.match(value)
+    if match is None:
+        return None
+    parts = [p for p in match.group(1).split(",") if p.strip()]
+    items = [_plain_item(p) for p in parts]
+    return None if any(i is None for i in items) else set(items)
+
+
+def _block_items(lines: list, start: int, indent: int) -> Optional[set]:
+    """The elements of a block list below a key at `indent` (`- a` lines, at that indent or
+    deeper; blank and comment lines between them skipped); None where the key holds no such
+    list (a nested mapping, a null) or an element is no plain scalar."""
+    items: set = set()
+    for line in lines[start:start + MAX_LIST_LINES]:
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        match = _BLOCK_ITEM.match(line)
+        if match is None or len(match.group("indent")) < indent:
+            return items or None
+        item = _plain_item(match.group("value"))
+        if item is None:
+            return None
+        items.add(item)
+    # (the file ends in the list, or the list is longer than read: not known then)
+    return (items or None) if start + MAX_LIST_LINES >= len(lines) else None
+
+
+MAX_LIST_LINES = 200  # lines of a block list read below its key
 
 
 # YAML's spellings of null (a plain `None` is the text "None")

@@ -16,7 +16,7 @@ import operator
 import re
 from typing import Any, Optional
 
-from ddpdoctor.lint.nodes import parse_test
+from ddpdoctor.lint.nodes import parse_test, walk
 from ddpdoctor.lint.config_files import UNKNOWN_VALUE, nested_value
 from ddpdoctor.lint.patterns import constructions, last_name, text
 
@@ -446,6 +446,63 @@ def defined_truth(test: ast.AST, program: Program, fn) -> Optional[bool]:
         held = program.symbol(name, fn)
         return True if program.is_function(held) or program.is_class(held) else None
     return three_valued(test, leaf)
+
+
+def loop_config_truth(test: ast.AST, program: Program, fn) -> Optional[bool]:
+    """The truth of a test on a loop's name where the loop runs over a list the YAML configs
+    beside the script give (`for model in self.models:` with `self.models = config["models"]`,
+    `config = yaml.safe_load(f)`, and `models: [particle_transformer]` in every config): `if
+    model in ["nsub_dnn"]:` is false for every element, so no shipped config trains that model.
+    None where the name is bound otherwise, or any loop over it is not such a list."""
+    return three_valued(test, lambda part: _loop_config_leaf(part, program, fn))
+
+
+def _loop_config_leaf(part: ast.AST, program: Program, fn) -> Optional[bool]:
+    if not (part.__class__ is ast.Compare and len(part.ops) == 1 and part.left.__class__ is ast.Name
+            and part.ops[0].__class__ in (ast.Eq, ast.NotEq, ast.In, ast.NotIn)):
+        return None
+    name = part.left.id
+    if name not in fn.__dict__.get("_loop_names", ()) or fn.bindings.get(name):
+        return None
+    elements: set = set()
+    for loop in fn.own_of(ast.For, ast.AsyncFor):
+        bound = {n.id for n in walk(loop.target) if n.__class__ is ast.Name}
+        if name not in bound:
+            continue
+        held = _config_list(loop.iter, fn, program) if loop.target.__class__ is ast.Name else None
+        if not held:
+            return None
+        elements |= held
+    answers = {_compare_constant(value, part.ops[0], part.comparators[0]) for value in elements}
+    return answers.pop() if len(answers) == 1 else None
+
+
+# what reads a YAML config file into a dict (the lists config_values reads are YAML's)
+_YAML_READERS = ("yaml.safe_load", "yaml.load", "yaml.full_load", "omegaconf.OmegaConf.load")
+
+
+def _config_list(node: ast.AST, fn, program: Program) -> Optional[set]:
+    """The elements of the lists the YAML configs beside the script give the key a node reads
+    (`config["models"]`, or a field or name bound to it), where the dict read is what a YAML
+    reader returned; None where not known."""
+    found: set = set()
+    for value, scope in program.values_of(node, fn):
+        keys: list = []
+        while value.__class__ is ast.Subscript and value.slice.__class__ is ast.Constant and \
+                isinstance(value.slice.value, str):
+            keys.insert(0, value.slice.value)
+            value = value.value
+        if not keys or value.__class__ not in (ast.Name, ast.Attribute):
+            return None
+        loads = program.values_of(value, scope)
+        if not all(v is not value and v.__class__ is ast.Call and program.qualify(v.func, s) in _YAML_READERS
+                   for v, s in loads):
+            return None
+        held = program.config_file_values(tuple(keys), lists=True)
+        if not held:
+            return None
+        found |= held
+    return found or None
 
 
 # a switch that says whether the run is distributed (`cfg.ddp`, `args.distributed`, `use_fsdp`)

@@ -1089,7 +1089,8 @@ def _field_wrapped_elsewhere(program: Program, call: ast.Call, fn: Function):
     if klass is None or not isinstance(func, ast.Attribute):
         return None
     holder = func if (dotted(func) or "").count(".") == 1 and func.attr not in klass.methods else func.value
-    name = dotted(holder) if isinstance(holder, ast.Attribute) else ""
+    # (`self.engine().module.loss(x)`: a chain below a call names no field)
+    name = (dotted(holder) or "") if isinstance(holder, ast.Attribute) else ""
     if not name.startswith("self.") or name.count(".") != 1:
         return None
     return _fields_wrapped_elsewhere(program, klass).get(name)
@@ -1102,6 +1103,15 @@ def _field_left_unwrapped(program: Program, call: ast.Call, fn: Function):
     function) or None."""
     found = handed_unwrapped(program, call, fn)
     return found[:2] if found is not None else None
+
+
+def _pairs(node: ast.Assign) -> list:
+    """An assignment as one `target = value` per target: `self.a, self.b = a, b` as two (each a
+    copy placed at the statement), others as they are."""
+    target = node.targets[0] if len(node.targets) == 1 else None
+    if target.__class__ is ast.Tuple and node.value.__class__ is ast.Tuple and len(target.elts) == len(node.value.elts):
+        return [ast.copy_location(ast.Assign(targets=[t], value=v), node) for t, v in zip(target.elts, node.value.elts)]
+    return [node]
 
 
 def handed_unwrapped(program: Program, call: ast.Call, fn: Function):
@@ -1137,8 +1147,8 @@ def _handed_before_wrapping(program: Program, klass, attr: str):
     then read only to move it (`mdl = mdl.to(device)`): the first such DDP(...) call and its
     function; None otherwise."""
     init = klass.methods.get("__init__")
-    kept = [n for m in klass.methods.values() for n in m.own_of(ast.Assign)
-            if any(_self_field(t) and t.attr == attr for t in n.targets)]
+    kept = [(pair, n) for m in klass.methods.values() for n in m.own_of(ast.Assign)
+            for pair in _pairs(n) if any(_self_field(t) and t.attr == attr for t in pair.targets)]
     if init is None:
         # a dataclass's field (`mdl: nn.Module`): the constructor's parameter of that name, in
         # the order the fields are declared, and no method sets it
@@ -1147,9 +1157,9 @@ def _handed_before_wrapping(program: Program, klass, attr: str):
             return None
         param, place = attr, fields.index(attr)
     else:
-        if len(kept) != 1 or kept[0] not in init.own_of(ast.Assign) or kept[0].value.__class__ is not ast.Name:
+        if len(kept) != 1 or kept[0][1] not in init.own_of(ast.Assign) or kept[0][0].value.__class__ is not ast.Name:
             return None
-        param = kept[0].value.id
+        param = kept[0][0].value.id
         if param not in init.params:
             return None
         place = init.params.index(param)  # (the params leave `self` out)
@@ -1179,12 +1189,32 @@ def _wrapped_after(program: Program, name: ast.Name, site: ast.Call, scope: Func
     moves = {id(n.func.value) for n in walk(scope.node) if n.__class__ is ast.Call and n.func.__class__ is ast.Attribute
              and n.func.attr in ("to", "cuda") and n.func.value.__class__ is ast.Name} | \
         {id(n.args[0]) for n in walk(scope.node) if n.__class__ is ast.Call and n.args
-         and (program.ddp_call(n, scope) or last_name(n.func) == "DataParallel")}
+         and (program.ddp_call(n, scope) or last_name(n.func) == "DataParallel")} | \
+        {id(a) for n in walk(scope.node) if n.__class__ is ast.Call
+         for i, a in enumerate(n.args) if a.__class__ is ast.Name and a.id == wrapper and _only_saved(program, n, i, scope)}
     for node in walk(scope.node):
         if node.__class__ is ast.Name and node.id == wrapper and node.__class__ is ast.Name and \
                 node.ctx.__class__ is ast.Load and getattr(node, "lineno", 0) > built[0].lineno and id(node) not in moves:
             return None
     return built[0].value, scope
+
+
+def _only_saved(program: Program, call: ast.Call, index: int, scope: Function) -> bool:
+    """The local function `call` runs reads the parameter at that place only for its weights
+    (`torch.save(net_sound.state_dict(), path)` in a checkpoint helper): handing the wrapper
+    there runs no forward of it."""
+    targets = program.resolve(call.func, scope)[0]
+    if len(targets) != 1 or targets[0].node is None or targets[0].node.__class__ is ast.Module:
+        return False
+    target = targets[0]
+    params = target.params
+    if not 0 <= index < len(params) or target.bindings.get(params[index]):
+        return False
+    name = params[index]
+    uses = [n for n in walk(target.node) if n.__class__ is ast.Name and n.id == name and n.ctx.__class__ is ast.Load]
+    weights = {id(n.value) for n in walk(target.node) if n.__class__ is ast.Attribute and n.attr == "state_dict"
+               and n.value.__class__ is ast.Name and n.value.id == name}
+    return bool(uses) and all(id(n) in weights for n in uses)
 
 
 def _fields_wrapped_elsewhere(program: Program, klass) -> dict:
@@ -2685,6 +2715,19 @@ def _buffered_zoo(full: str) -> bool:
     return full.startswith(("torchvision.models", "timm")) and any(z in full.lower() for z in BUFFERED_ZOO)
 
 
+def _hub_buffered(call: ast.Call, klass) -> bool:
+    """A torch.hub model whose name is that of an architecture with BatchNorm (BUFFERED_ZOO), the
+    name written in place or bound once to a constant in the class (`basemodel_name =
+    'tf_efficientnet_b5_ap'`)."""
+    name = call.args[1] if len(call.args) > 1 else keyword(call, "model")
+    if name.__class__ is ast.Name:
+        bound = [n.value for n in walk(klass.node) if n.__class__ is ast.Assign and len(n.targets) == 1
+                 and n.targets[0].__class__ is ast.Name and n.targets[0].id == name.id]
+        name = bound[0] if len(bound) == 1 else None
+    return name.__class__ is ast.Constant and isinstance(name.value, str) and \
+        any(z in name.value.lower() for z in BUFFERED_ZOO)
+
+
 def _zoo_by_name(program: Program, func: ast.AST, fn: Function) -> bool:
     """`models.__dict__[args.arch](...)` / `getattr(models, arch)(...)` over torchvision's model
     zoo (the ImageNet example's way): an architecture picked by name, BatchNorm in nearly all of
@@ -3057,6 +3100,8 @@ def _class_buffered(program: Program, klass, seen: set, given: Optional[dict] = 
                    for part in (branch.body, branch.orelse)
                    for stmt in (part if isinstance(part, list) else [part]) for n in walk(stmt)}
     dead = _ruled_out(program.method(klass, "__init__"), given) if given else frozenset()
+    if conditional:
+        dead = dead | program.off_at_launch(klass)
     pretrained = []  # `X.from_pretrained(...)` calls, judged by their checkpoint below
     for node in walk(klass.node):
         if id(node) in dead:
@@ -3075,6 +3120,8 @@ def _class_buffered(program: Program, klass, seen: set, given: Optional[dict] = 
         built = program.qualify(node.func, klass.module.body) or ""
         if _buffered_zoo(built):
             return True  # `self.image = models.resnet18(pretrained=True)`: its BatchNorms
+        if built == "torch.hub.load" and _hub_buffered(node, klass):
+            return True  # `torch.hub.load("rwightman/gen-efficientnet-pytorch", "tf_efficientnet_b5_ap")`
         if _buffered_transformer(built) and id(node) not in conditional and id(node) in _kept_fields(klass):
             # `self.roberta = RobertaModel(config)`: its embeddings' position_ids (not a model a
             # classmethod loads to copy weights from, nanoGPT's `GPT2LMHeadModel.from_pretrained`)

@@ -652,6 +652,10 @@ class Program:
             nodes = fn.__dict__.get("_handing")
             if nodes is None:
                 nodes = [n for n in fn.own if n.__class__ in (ast.Call, ast.Assign, ast.Return)]
+        dead = fn.__dict__.get("_dead_spans")
+        if dead:
+            # (a block no run takes - `if False:`, a model no config lists - builds nothing)
+            nodes = [n for n in nodes if not any(start <= n.lineno <= end for start, end in dead)]
         for node in nodes:
             cls = node.__class__  # exact classes in a parsed tree: a test per node, not isinstance
             if cls is ast.Call:
@@ -714,7 +718,7 @@ class Program:
         return memo[key]
 
     def _index_body(self, body, module: Module, cls: Optional[Klass], parent: Optional[Function],
-                    prefix: str) -> None:
+                    prefix: str, branched: bool = False) -> None:
         for node in body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 fn = Function(node.name, prefix + node.name, module.file, node, module, cls, parent)
@@ -725,6 +729,13 @@ class Program:
                 elif parent is not None:
                     parent.nested[node.name] = fn
                 else:
+                    held = module.functions.get(node.name)
+                    if held is not None and branched:
+                        # `if distributed: def reduce_mean(t): all_reduce(t) ... else: def
+                        # reduce_mean(t): return t`: either may be the one a call runs (_resolve)
+                        fn.__dict__["_alternatives"] = [*held.__dict__.get("_alternatives", ()), held]
+                    if branched:
+                        fn.__dict__["_branched"] = True
                     module.functions[node.name] = fn
                 self._index_body(node.body, module, None, fn, f"{prefix}{node.name}.")
             elif isinstance(node, ast.ClassDef):
@@ -744,7 +755,7 @@ class Program:
                     inner = getattr(node, part, None) or []
                     for item in inner:
                         sub = item.body if isinstance(item, ast.ExceptHandler) else [item]
-                        self._index_body(sub, module, cls, parent, prefix)
+                        self._index_body(sub, module, cls, parent, prefix, True)
 
     def _collect_bindings(self, fn: Function) -> None:
         calls = fn.__dict__["_own_calls"] = []  # the same scan lists the calls (two passes read them)
@@ -2253,7 +2264,7 @@ class Program:
         if cls is ast.Name:
             target = self.symbol(func.id, fn)
             if target.__class__ is Function:
-                return [target], []
+                return [target, *target.__dict__.get("_alternatives", ())], []
             if target.__class__ is Klass:
                 init = self.method(target, "__init__")
                 return ([init] if init else []), []
@@ -2872,7 +2883,8 @@ class Program:
                         # (a package's classes imported from its submodules too, where they are a
                         # handful: `from .trainer import Trainer, CausalTrainer` in trainer/__init__)
                         wider = _fitting(self._module_names(owner, by_name=True), spec)
-                        out.extend(wider if len(wider) <= 8 else _fitting(self._module_names(owner), spec))
+                        wider = wider if len(wider) <= 8 else _fitting(self._module_names(owner), spec)
+                        out.extend(_distributed_picks(wider, value.args[1], scope))
                         continue
                     attr = spec[0]
                     if owner.__class__ is Module:
@@ -3458,19 +3470,37 @@ class Program:
             held = self.__dict__["_config_defaults"] = (len(self.files), defaults.config_defaults(self.files))
         return held[1]
 
-    def config_file_values(self, path: tuple) -> Optional[set]:
+    def off_at_launch(self, klass: Klass) -> frozenset:
+        """The ids of the nodes on the sides of the class's `if` tests that the run as launched
+        never takes (defaults.settled: `if args.keep_trig_attn:` of a store_true no launch
+        passes): what they would build is not in the model. Worked out once per class."""
+        memo = self.__dict__.setdefault("_off_at_launch", {})
+        if id(klass) not in memo:
+            dead: set = set()
+            for branch in walk(klass.node):
+                if branch.__class__ is ast.If:
+                    taken = defaults.settled(branch.test, self)
+                    if taken is not None:
+                        for stmt in (branch.orelse if taken else branch.body):
+                            dead.update(id(n) for n in walk(stmt))
+            memo[id(klass)] = frozenset(dead)
+        return memo[id(klass)]
+
+    def config_file_values(self, path: tuple, lists: bool = False) -> Optional[set]:
         """What the YAML configs beside the script set at a nested key (config_files.config_values;
-        None: not known), worked out once per key over files read once."""
+        None: not known), worked out once per key over files read once. lists: the elements of
+        the lists they set there."""
         memo = self.__dict__.setdefault("_config_file_values", {})
-        if path not in memo:
+        key = (path, lists)
+        if key not in memo:
             script = self.sources[0] if self.sources else None
             if script is None or script.path is None:
-                memo[path] = set()
+                memo[key] = set()
             else:
                 if "_yaml_beside" not in self.__dict__:
                     self.__dict__["_yaml_beside"] = yaml_beside(script.path)
-                memo[path] = config_values(script.path, self.__dict__["_yaml_beside"], path, script.hydra_configs)
-        return memo[path]
+                memo[key] = config_values(script.path, self.__dict__["_yaml_beside"], path, script.hydra_configs, lists)
+        return memo[key]
 
     # ------------------------------------------------------------------ what calls mean
     # What a call means for DDP is patterns.py's knowledge; these stay as the names the fact
@@ -3702,6 +3732,31 @@ def _scoped(scope: Function, name: str) -> list:
     if found is None:
         found = made[name] = [(line, value, scope) for line, value in scope.bindings[name]]
     return found
+
+
+def _distributed_picks(candidates: list, name: ast.AST, fn: Function) -> list:
+    """Of the classes a configured name may pick (`getattr(trainers, config.trainer)`), those
+    whose names hold the part the function tests before it joins the process group (`if "FSDP"
+    in config.trainer: init_distributed(...)`): only they run in a distributed job. All of them
+    where no such test is seen, or none fits it."""
+    said = dotted(name)
+    if not said:
+        return candidates
+    for node in fn.own_of(ast.If):
+        test = node.test
+        if not (test.__class__ is ast.Compare and len(test.ops) == 1 and test.ops[0].__class__ is ast.In
+                and test.left.__class__ is ast.Constant and isinstance(test.left.value, str)
+                and dotted(test.comparators[0]) == said and defaults.DIST_SWITCH.search(test.left.value)):
+            continue
+        if not any(_JOINS.search(last_name(c.func) or "") for b in node.body for c in walk(b) if c.__class__ is ast.Call):
+            continue
+        fitting = [k for k in candidates if test.left.value in k.name]
+        return fitting or candidates
+    return candidates
+
+
+# a call that sets up the distributed run (init_process_group, a local init_distributed, mp.spawn)
+_JOINS = re.compile(r"init_process_group|init_dist|setup_dist|spawn", re.IGNORECASE)
 
 
 def _fitting(names: dict, spec: tuple) -> list:

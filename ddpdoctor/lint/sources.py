@@ -599,8 +599,15 @@ def _src_layouts(script: Path, cwd: Path) -> list[Path]:
             # the README says)
             found.append(base / "src" if (base / "src").is_dir() else base)
     # (sub-projects only beside the script and the working directory: the folders above may
-    # hold other people's projects)
-    return found + [folder for base in dict.fromkeys([cwd, script.parent]) for folder in _sub_projects(base)]
+    # hold other people's projects - but a folder that says it vendors them, `third_party/YARR`
+    # beside the project's folder, holds this project's own, installed with `pip install -e`)
+    vendored = [base / name for base in dict.fromkeys([cwd, script.parent, cwd.parent]) for name in VENDOR_FOLDERS
+                if (base / name).is_dir()]
+    return found + [folder for base in dict.fromkeys([cwd, script.parent, *vendored]) for folder in _sub_projects(base)]
+
+
+# folders that hold the copies of other projects a repository ships and installs
+VENDOR_FOLDERS = ("third_party", "thirdparty", "third-party", "3rdparty", "external", "vendor")
 
 
 def _packaged(folder: Path) -> bool:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from ddpdoctor.lint import patterns
-from ddpdoctor.lint.defaults import defined_truth
+from ddpdoctor.lint.defaults import defined_truth, loop_config_truth
 from ddpdoctor.lint.gating import decorator_test, rebound_test, wrap_test
 from ddpdoctor.lint.nodes import TERMINATORS, children, param_defaults, parse_test, walk
 from ddpdoctor.lint.patterns import RankTest, dotted, is_const, last_name, text
@@ -406,11 +406,19 @@ class Walker:
                 return
         if stmt.__class__ is ast.If:
             truth = defined_truth(stmt.test, self.program, self.fn)
+            if truth is None and self.fn.__dict__.get("_loop_names"):
+                # `if model in ["nsub_dnn"]:` in a loop over the models every config lists
+                truth = loop_config_truth(stmt.test, self.program, self.fn)
             if truth is not None:
                 # `if False and args.save_steps > 0 ...:` - a block its author switched off in the
                 # source (or `if True:` left on), or a test of a function where a flag was meant:
                 # no run takes the other side
                 self.block(stmt.body if truth else stmt.orelse, guards, loops)
+                skipped = stmt.orelse if truth else stmt.body
+                if skipped:
+                    # (what it would build is not built either: Program._classes_named skips it)
+                    self.fn.__dict__.setdefault("_dead_spans", set()).add(
+                        (skipped[0].lineno, skipped[-1].end_lineno or skipped[-1].lineno))
                 return
         if isinstance(stmt, (ast.If, ast.While)):
             self.expr(stmt.test, guards, loops)
