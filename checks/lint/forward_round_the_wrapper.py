@@ -56,17 +56,22 @@ def forward_round_the_wrapper(facts: LintFacts) -> list[Problem] | Skipped:
         bypass is meant, average the gradients yourself after the backward
         (`dist.all_reduce(p.grad); p.grad /= world_size` for each parameter).
     """
-    if not facts.ddp_model:
+    # (Accelerate's prepare() builds the DistributedDataParallel in a run of several processes:
+    # a forward round what it handed back is judged as one round DDP(...)'s)
+    if not facts.ddp_model and not (facts.framework == "accelerate" and facts.bypassed):
         return Skipped("no DistributedDataParallel model is built")
+    # (the wrapper as the user wrote it: Accelerate's prepare() where no DDP(...) is in sight)
+    wrapper = "DDP(...)" if facts.ddp_model else "DistributedDataParallel that accelerator.prepare()"
+    built = "" if facts.ddp_model else " returns"
     problems = []
     for found in facts.bypassed:
         # (one side of a helper's test: the run takes it where that test goes so - a stage the
         # options or the epoch switch on; the finding rests on it)
         side = f"where `{found.test}` is {'true' if found.side else 'false'}: " if found.test else ""
         # (an object handed the module before the wrapper was built: the fix is where it is built)
-        inside = f"the plain module the object was handed at {found.handed_at}, before the DDP(...) at " \
+        inside = f"the plain module the object was handed at {found.handed_at}, before the {wrapper}{built} at " \
             f"{found.wrapper_at} wrapped it (the wrapper never reaches the object):" if found.handed_at else \
-            f"the module inside the DDP(...) at {found.wrapper_at} instead of the wrapper:"
+            f"the module inside the {wrapper}{built} at {found.wrapper_at} instead of the wrapper:"
         problems.append(Problem(
             severity=Severity.WARNING if found.test else None,
             message=side + (f"the backward at {found.location} runs on a loss computed by {found.forward} at "

@@ -292,7 +292,7 @@ def build(program: Program, script: str) -> LintFacts:
         # (an FSDP model's forward all-gathers: a rank that skips it strands the others too)
         rank_local=_rank_local(builder, ddp or builder.builds_fsdp() or framework is not None, loaders),
         trainer_shards=trainer_data.gather(builder) if framework is not None else [],
-        bypassed=bypass.gather(builder) if ddp else [],
+        bypassed=bypass.gather(builder) if ddp or framework == "accelerate" else [],
         unreached_setup=_unreached_setup(program, off) if distributed is None and framework is None else None,
         subgroups=any(_splits_the_world(c) for f in program.reachable for c in f.own_calls),
         # (a loader the script builds and hands on, no loop of its own training on it, leaves the

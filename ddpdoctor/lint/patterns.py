@@ -1022,7 +1022,9 @@ def _wrapper_of(program: Program, call: ast.Call, fn: Function):
     for value, scope in [(receiver, fn), *program.values_of(receiver, fn, 3), *held]:
         inner = unwrapped_from(value)
         if inner is not None:
-            found = _ddp_held(program, inner, scope, call if scope is fn else value)
+            # (`model = model.module`: the name held the wrapper where it was read off, not at the call)
+            itself = inner.__class__ is ast.Name and receiver.__class__ is ast.Name and inner.id == receiver.id
+            found = _ddp_held(program, inner, scope, call if scope is fn and not itself else value)
             if found is not None:
                 return found
     for node in fn.own_of(ast.Assign) if isinstance(receiver, ast.Name) else ():
@@ -1321,6 +1323,10 @@ def _unwrapped_apart(program: Program, name: ast.Name, fn: Function, depth: int 
                 continue
             if any(s is where and _apart(where, value, v) for v, s in unwrapped):
                 continue  # (the other side of the test the unwrapping sits under)
+            if any(s is where and _unwrapped_if_ddp(where, v, name) for v, s in unwrapped):
+                # (`if isinstance(unet, DistributedDataParallel): unet = unet.module` after
+                # Accelerate's prepare: what passes the test untouched is the one-process run's)
+                continue
             if not isinstance(value, ast.Name):
                 return []
             if (value.id, id(where)) not in seen:
@@ -1329,6 +1335,21 @@ def _unwrapped_apart(program: Program, name: ast.Name, fn: Function, depth: int 
         if not frontier:
             return found
     return []
+
+
+def _unwrapped_if_ddp(fn: Function, value: ast.AST, name: ast.AST) -> bool:
+    """`value` (the module read off the wrapper) is bound in the body of `if isinstance(<name>,
+    (..., DistributedDataParallel))` of the name itself: in a distributed run the test holds."""
+    if name.__class__ is not ast.Name:
+        return False
+    for node in fn.own_of(ast.If):
+        test = node.test
+        if test.__class__ is ast.Call and last_name(test.func) == "isinstance" and len(test.args) == 2 and \
+                test.args[0].__class__ is ast.Name and test.args[0].id == name.id and \
+                re.search(r"\b(DistributedDataParallel|DDP)\b", text(test.args[1], 200)) and \
+                any(n is value for stmt in node.body for n in walk(stmt)):
+            return True
+    return False
 
 
 def _apart(fn: Function, one: ast.AST, other: ast.AST) -> bool:
@@ -1931,6 +1952,9 @@ def prepared_ddp(program: Program, target: ast.AST, fn: Function, line: int,
             place = next((i for i, e in enumerate(elts) if dotted(e) == key), None)
             if place is None or place >= len(node.value.args) or isinstance(node.value.args[place], ast.Starred):
                 continue
+            if isinstance(target, ast.Name) and any(node.lineno < at < line and unwrapped_from(value) is not None
+                                                    for at, value in fn.bindings.get(target.id, ())):
+                continue  # (`model = model.module` between the prepare and the use: the module itself)
             memo = scope.__dict__.setdefault("_prepared_as_ddp", {})
             made = memo.get((id(node), place))
             if made is None:

@@ -420,3 +420,40 @@ def test_a_hub_model_named_as_a_batchnorm_architecture_has_buffers(tmp_path):
 
 def test_its_twin_a_hub_model_of_another_name(tmp_path):
     assert _codes(lint_tree(tmp_path, {"train.py": HUB.format(name="vit_base_patch16")}), "DDP801") == []
+
+
+# -------------------------------------------------- Accelerate's wrapper read off after prepare()
+# `if isinstance(model, DistributedDataParallel): model = model.module` right after prepare(): in
+# a run of several processes the test holds, and the training forward is the plain module's.
+PREPARED = """import torch
+from accelerate import Accelerator
+
+
+def main():
+    accelerator = Accelerator()
+    model = torch.nn.Linear(2, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model, optimizer = accelerator.prepare(model, optimizer)
+    if isinstance(model, (torch.nn.DataParallel, torch.nn.parallel.DistributedDataParallel)):
+        {unwrap} = model.module
+    for x in torch.randn(4, 2):
+        loss = model(x).sum()
+        accelerator.backward(loss)  # the backward
+        optimizer.step()
+    torch.save(accelerator.unwrap_model(model).state_dict(), "m.pt")
+
+
+main()
+"""
+
+
+def test_a_prepared_model_read_off_its_wrapper_bypasses_it(tmp_path):
+    script = PREPARED.format(unwrap="model")
+    found = _codes(lint_tree(tmp_path, {"train.py": script}), "DDP810")
+    assert [(f.location.line, f.severity.value) for f in found] == [(_line(script, "# the backward"), "error")]
+    assert "accelerator.prepare()" in found[0].message
+
+
+def test_its_twin_the_module_read_off_under_another_name(tmp_path):
+    # (`raw = model.module` for saving: the training forward is the prepared wrapper's)
+    assert _codes(lint_tree(tmp_path, {"train.py": PREPARED.format(unwrap="raw")}), "DDP810") == []
