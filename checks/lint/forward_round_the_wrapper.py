@@ -29,7 +29,12 @@ def forward_round_the_wrapper(facts: LintFacts) -> list[Problem] | Skipped:
         own and through it on the other (`if not self.rl_stage: out = self.model(x)` ... `else:
         seq, logp = self.model.module.decode(x)`, a self-critical stage switched on at run
         time), the way by way binding of the name it returns read. The wrapper must be
-        seen to be DDP where the forward runs (a DataParallel's `.module` is not reported).
+        seen to be DDP where the forward runs (a DataParallel's `.module` is not reported);
+        Accelerate's `prepare()` builds one in a run of several processes, so a prepared model
+        read off its wrapper (`if isinstance(model, DistributedDataParallel): model =
+        model.module` right after prepare) and trained through that name is reported too. An
+        object handed plain modules in a tuple of fields (`self.a, self.b = a, b`) whose
+        wrappers go afterwards only to a helper that saves their weights keeps the plain ones.
         Not reported: a loss where any part goes through the wrapper's own forward in the
         same step (`out = model(x)`, then `model.module.criterion(out, y)`), a forward with
         gradients off (a probe's features under `torch.no_grad()`), the side of
