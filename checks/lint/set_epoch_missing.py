@@ -50,7 +50,13 @@ def set_epoch_missing(facts: LintFacts) -> list[Problem] | Skipped:
         is built all the same; a sampler a helper returns to one side of a choice is set by
         `train_loader.sampler.set_epoch(epoch)` on the loader it feeds; a loop at a module's top
         level reads the binding of its name that reaches it (`tbar = tqdm(val_loader)` after
-        the training loop's `tbar = tqdm(train_loader)`).
+        the training loop's `tbar = tqdm(train_loader)`). A loop of steps that counts its own
+        epochs (`epoch += 1`) and draws batches with `next()` is an epoch loop: a sampler built
+        afresh each epoch there (`batches = iter(DataLoader(ds, sampler=DistributedSampler(ds)))`
+        under `if iteration % epoch_size == 0:`, the SSD and RetinaFace trainers) starts at epoch
+        0 each time. A builder's sampler on the side of a flag its callers turn on only under
+        the switch that starts the distributed run (`if args.parallel: mp.spawn(...)`, whatever
+        the switch is called) is judged on the run that turns it on, not left as switched off.
 
     Why it hurts:
         DistributedSampler shuffles with the seed `seed + epoch`. Without set_epoch the

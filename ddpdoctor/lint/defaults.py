@@ -16,6 +16,7 @@ import operator
 import re
 from typing import Any, Optional
 
+from ddpdoctor.lint import reaching
 from ddpdoctor.lint.nodes import parse_test, walk
 from ddpdoctor.lint.config_files import UNKNOWN_VALUE, nested_value
 from ddpdoctor.lint.patterns import constructions, last_name, text
@@ -427,12 +428,28 @@ def _literal_leaf(part: ast.AST) -> Optional[bool]:
     return None
 
 
+def _reaching_constant_leaf(part: ast.Compare, fn) -> Optional[bool]:
+    """`searcher == "evolution"` where every binding of `searcher` that reaches the test is a
+    constant (`searcher = "bid_search"` a line above, the other choices left in the code): the
+    comparison's answer for each, where they agree."""
+    if len(part.ops) != 1 or part.ops[0].__class__ not in (ast.Eq, ast.NotEq, ast.In, ast.NotIn) or \
+            fn.node is None or fn.node.__class__ is ast.Module:
+        return None
+    held = reaching.reaching_values(fn.node, part.left.id, part.left)
+    if not held or not all(v.__class__ is ast.Constant for v in held):
+        return None
+    answers = {_compare_constant(v.value, part.ops[0], part.comparators[0]) for v in held}
+    return answers.pop() if len(answers) == 1 else None
+
+
 def defined_truth(test: ast.AST, program: Program, fn) -> Optional[bool]:
     """literal_truth, where a bare name that holds a function or class the program defines (no
     parameter, local or module assignment binds it otherwise) is true too: `if args.local_rank == 0
     and not evaluate:` with `evaluate` the module's own evaluation function, not a flag, never
     runs its block."""
     def leaf(part: ast.AST) -> Optional[bool]:
+        if part.__class__ is ast.Compare:
+            return _literal_leaf(part) if part.left.__class__ is not ast.Name else _reaching_constant_leaf(part, fn)
         if part.__class__ is not ast.Name:
             return _literal_leaf(part)
         scope, name = fn, part.id

@@ -1790,8 +1790,13 @@ def given_constants(callers: dict, fn: Function, param: str, depth: int = 3, tak
             return None  # a reference (`mp.spawn(fn, args=...)`) hands its arguments another way
         if any(_cond_false(fn, event.node, cond, flag, ()) for cond, flag in taken):
             continue  # (`if parallel:` around a sampler, a call leaving parallel False)
-        if program is not None and off_at_launch(caller.__dict__.get("_call_conds", {}).get(id(event.node), ()), program):
-            continue  # (a call under `if args.swa:` with --swa off as launched: no way in on that run)
+        if program is not None and off_at_launch(tuple(
+                c for c in caller.__dict__.get("_call_conds", {}).get(id(event.node), ())
+                if c[0] not in program.setup_switches()), program):
+            # (a call under `if args.swa:` with --swa off as launched: no way in on that run; not
+            # under the switch that starts the distributed run itself, `if args.parallel:
+            # mp.spawn(...)` - the findings are about the run that turns it on)
+            continue
         handed = _partial_names(fn, event.node, param)
         if handed is not None:  # (a partial's own parameter: what its builder's callers give)
             for name, scope in handed:

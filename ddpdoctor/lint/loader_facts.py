@@ -2282,6 +2282,10 @@ class LoaderFacts:
             and any("epoch" in (dotted(t) or "").lower() for stmt in n.body if isinstance(stmt, ast.AugAssign)
                     for t in [stmt.target])
             for f in program.files for n in f.of(ast.While)) or any(
+            # `for iteration in range(max_iter): if iteration % epoch_size == 0: batches =
+            # iter(DataLoader(...)); epoch += 1` then `next(batches)`: a loop of steps that
+            # counts epochs and draws its batches one by one (the SSD / RetinaFace trainers)
+            _counts_epochs(n) for f in program.files for n in f.of(ast.For, ast.While)) or any(
             # a loop around the training loop, whatever its variable is called (`for e in
             # range(args.max_epoch): for split in splits: for batch in loaders[split]: ...
             # loss.backward()`): every pass of it is an epoch
@@ -3343,6 +3347,15 @@ class LoaderFacts:
                                           (dotted(given) or "").rsplit(".sampler", 1)[0] in names):
                     return f"ignite's setup_common_training_handlers at {loc(fn, call)}"
         return ""
+
+
+def _counts_epochs(loop: ast.AST) -> bool:
+    """A loop whose body advances an epoch counter (`epoch += 1`, at any depth) and draws
+    batches with `next(...)`: each epoch a pass over the loader, one batch a step."""
+    nodes = [n for stmt in loop.body for n in walk(stmt)]
+    return any(n.__class__ is ast.AugAssign and n.op.__class__ is ast.Add and "epoch" in (dotted(n.target) or "").lower()
+               for n in nodes) and any(n.__class__ is ast.Call and n.func.__class__ is ast.Name and n.func.id == "next"
+                                       for n in nodes)
 
 
 def _engine_passes(call: ast.Call, fn: Function) -> Optional[ast.AST]:

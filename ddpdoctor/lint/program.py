@@ -3470,6 +3470,27 @@ class Program:
             held = self.__dict__["_config_defaults"] = (len(self.files), defaults.config_defaults(self.files))
         return held[1]
 
+    def setup_switches(self) -> frozenset:
+        """The texts of the plain tests (`args.parallel`) whose side starts the distributed run:
+        it calls mp.spawn or init_process_group, or a local function that does (`if
+        args.parallel: ddp_setup(rank, world)`). Whatever such a switch is called, the launch
+        that leaves it off is the one-process run, not one that switches the findings off."""
+        found = self.__dict__.get("_setup_switches")
+        if found is None:
+            found = set()
+            for fn in self.reachable:
+                for node in fn.own_of(ast.If):
+                    said = patterns.text(node.test, 80)
+                    if not said.replace(".", "_").isidentifier() or said in found:
+                        continue
+                    calls = [c for stmt in node.body for c in walk(stmt) if c.__class__ is ast.Call]
+                    if any(_SETS_UP.search(last_name(c.func) or "") or any(
+                            any(_SETS_UP.search(last_name(inner.func) or "") for inner in t.own_calls)
+                            for t in self.resolve(c.func, fn)[0] if t.node is not None) for c in calls):
+                        found.add(said)
+            found = self.__dict__["_setup_switches"] = frozenset(found)
+        return found
+
     def off_at_launch(self, klass: Klass) -> frozenset:
         """The ids of the nodes on the sides of the class's `if` tests that the run as launched
         never takes (defaults.settled: `if args.keep_trig_attn:` of a store_true no launch
@@ -3757,6 +3778,10 @@ def _distributed_picks(candidates: list, name: ast.AST, fn: Function) -> list:
 
 # a call that sets up the distributed run (init_process_group, a local init_distributed, mp.spawn)
 _JOINS = re.compile(r"init_process_group|init_dist|setup_dist|spawn", re.IGNORECASE)
+
+
+# what starts the distributed run (setup_switches)
+_SETS_UP = re.compile(r"^(spawn|init_process_group|start_processes)$")
 
 
 def _fitting(names: dict, spec: tuple) -> list:

@@ -457,3 +457,130 @@ def test_a_prepared_model_read_off_its_wrapper_bypasses_it(tmp_path):
 def test_its_twin_the_module_read_off_under_another_name(tmp_path):
     # (`raw = model.module` for saving: the training forward is the prepared wrapper's)
     assert _codes(lint_tree(tmp_path, {"train.py": PREPARED.format(unwrap="raw")}), "DDP810") == []
+
+
+# -------------------------------------------------- a loop of steps that counts epochs
+# The SSD-style trainer: one loop over iterations builds a fresh loader (and sampler) each epoch,
+# draws its batches with next(), and counts the epochs itself; nothing sets the sampler's epoch.
+STEPS = """import torch
+import torch.distributed as dist
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+
+dist.init_process_group("gloo")
+dataset = TensorDataset(torch.randn(64, 2))
+model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 2))
+epoch, epoch_size = 0, 8
+for iteration in range(0, 80):
+    if iteration % epoch_size == 0:
+        sampler = DistributedSampler(dataset)  # the sampler
+        {set_epoch}
+        batches = iter(DataLoader(dataset, batch_size=8, sampler=sampler))
+        epoch += 1
+    (x,) = next(batches)
+    model(x).sum().backward()
+"""
+
+
+def test_a_fresh_sampler_each_counted_epoch_needs_its_epoch(tmp_path):
+    script = STEPS.format(set_epoch="pass")
+    found = _codes(lint_tree(tmp_path, {"train.py": script}), "DDP804")
+    assert [f.location.line for f in found] == [_line(script, "# the sampler")]
+
+
+def test_its_twin_each_fresh_sampler_given_the_epoch(tmp_path):
+    assert _codes(lint_tree(tmp_path, {"train.py": STEPS.format(set_epoch="sampler.set_epoch(epoch)")}), "DDP804") == []
+
+
+# -------------------------------------------------- the switch that starts the run, by any name
+# `--parallel` (a store_true the README's launch leaves off) starts mp.spawn and hands the loader
+# builder parallel=True: the distributed run is the one that turns it on.
+SWITCHED = """import argparse
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--parallel", action="store_true")
+parser.add_argument("--swa", action="store_true")
+args = parser.parse_args()
+
+
+def load_data(parallel=False):
+    data = TensorDataset(torch.randn(64, 2))
+    if parallel:
+        return DataLoader(data, batch_size=8, sampler=DistributedSampler(data))  # the sampler
+    return DataLoader(data, batch_size=8, shuffle=True)
+
+
+def main(rank, world):
+    if args.parallel:
+        dist.init_process_group("gloo", rank=rank, world_size=world)
+    if {gate}:
+        loader = load_data(parallel=True)
+    else:
+        loader = load_data(parallel=False)
+    model = torch.nn.Linear(2, 2)
+    for epoch in range(3):
+        for (x,) in loader:
+            model(x).sum().backward()
+
+
+if __name__ == "__main__":
+    if args.parallel:
+        mp.spawn(main, args=(2,), nprocs=2)
+    else:
+        main(0, 1)
+"""
+
+
+def test_the_switch_that_starts_the_run_is_on_in_the_run_judged(tmp_path):
+    script = SWITCHED.format(gate="args.parallel")
+    found = _codes(lint_tree(tmp_path, {"train.py": script, "run.sh": "python train.py\n"}), "DDP804")
+    assert [f.location.line for f in found] == [_line(script, "# the sampler")]
+
+
+def test_its_twin_another_flag_left_off_switches_the_sampler_off(tmp_path):
+    # (`--swa`, off as launched, starts nothing: the builder's distributed side is never taken)
+    # (what the lint did before for every flag, the distributed run's own switch included)
+    script = SWITCHED.format(gate="args.swa")
+    assert _codes(lint_tree(tmp_path, {"train.py": script, "run.sh": "python train.py\n"}), "DDP804") == []
+
+
+# -------------------------------------------------- a choice pinned by the constant that reaches it
+# `searcher = "bid_search"` a line above `if searcher == "evolution":` (the other choices left in
+# the code): the evolution searcher, whose checkpoint every rank writes, never runs.
+PINNED = """import sys
+import torch
+import torch.distributed as dist
+
+
+class Evolution:
+    def run(self):
+        torch.save({{"top": 1}}, "search.pth")  # the search save
+
+
+def main():
+    dist.init_process_group("gloo")
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 2))
+    model(torch.randn(2, 2)).sum().backward()
+    searcher = {choice}
+    if searcher == "evolution":
+        searcher = Evolution()
+        searcher.run()
+
+
+main()
+"""
+
+
+def test_a_choice_the_reaching_constant_rules_out_never_runs(tmp_path):
+    assert _codes(lint_tree(tmp_path, {"train.py": PINNED.format(choice='"bid_search"')}), "DDP806") == []
+
+
+def test_its_twin_a_choice_from_the_command_line(tmp_path):
+    script = PINNED.format(choice="sys.argv[1]")
+    found = _codes(lint_tree(tmp_path, {"train.py": script}), "DDP806")
+    assert [f.location.line for f in found] == [_line(script, "# the search save")]
