@@ -296,32 +296,18 @@ def _nested_values(body: str, path: tuple) -> Optional[set]:
     line by line); None where the key is given something else there, or named inside a flow
     mapping (`DATASET: {TYPE: imagenet}`): not known."""
     found: set = set()
-    held: list[tuple[int, str]] = []  # (indent, key) of the mappings the line sits in
-    for line in body.splitlines():
-        match = _YAML_KEY.match(line)
-        if match is None:
-            continue
-        indent, key, value = len(match.group("indent")), match.group("key"), (match.group("value") or "").strip()
-        while held and held[-1][0] >= indent:
-            held.pop()
-        if value:
-            where = tuple(k for _, k in held) + (key,)
-            if where == path or (where == path[:len(where)] and value.startswith("{") and path[-1] in value):
-                if _NOT_PLAIN.search(value):
-                    return None
-                found.add(_literal(value.strip("'\"")))
-        else:
-            held.append((indent, key))
+    for _, _, where, value in _keyed_lines(body.splitlines()):
+        if value and (where == path or (where == path[:len(where)] and value.startswith("{") and path[-1] in value)):
+            if _NOT_PLAIN.search(value):
+                return None
+            found.add(_literal(value.strip("'\"")))
     return found
 
 
-def _list_elements(body: str, path: tuple) -> Optional[set]:
-    """The elements of the YAML lists a config gives a nested key, flow (`models: [a, 'b']`) or
-    block (`- a` lines below the key); empty where it sets none; None where it gives the key
-    anything else (a scalar, a list of mappings, an anchor, `${...}`): not known."""
-    found: set = set()
-    held: list[tuple[int, str]] = []
-    lines = body.splitlines()
+def _keyed_lines(lines: list):
+    """(line number, indent, key path, value) of each `key: value` line of a block-style YAML
+    mapping, the path the keys of the mappings it sits in (read by indentation)."""
+    held: list[tuple[int, str]] = []  # (indent, key) of the mappings the line sits in
     for number, line in enumerate(lines):
         match = _YAML_KEY.match(line)
         if match is None:
@@ -329,13 +315,23 @@ def _list_elements(body: str, path: tuple) -> Optional[set]:
         indent, key, value = len(match.group("indent")), match.group("key"), (match.group("value") or "").strip()
         while held and held[-1][0] >= indent:
             held.pop()
-        if tuple(k for _, k in held) + (key,) == path:
+        yield number, indent, tuple(k for _, k in held) + (key,), value
+        if not value:
+            held.append((indent, key))
+
+
+def _list_elements(body: str, path: tuple) -> Optional[set]:
+    """The elements of the YAML lists a config gives a nested key, flow (`models: [a, 'b']`) or
+    block (`- a` lines below the key); empty where it sets none; None where it gives the key
+    anything else (a scalar, a list of mappings, an anchor, `${...}`): not known."""
+    found: set = set()
+    lines = body.splitlines()
+    for number, indent, where, value in _keyed_lines(lines):
+        if where == path:
             items = _flow_items(value) if value else _block_items(lines, number + 1, indent)
             if items is None:
                 return None
             found |= items
-        elif not value:
-            held.append((indent, key))
     return found
 
 
