@@ -14,7 +14,7 @@ from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import reaching
 from ddpdoctor.lint.defaults import DIST_SWITCH, declared_off, off_at_launch, option_value, runs_once_at_launch, three_valued
 from ddpdoctor.lint.nodes import blocks_around, parse_test as _test_of, walk
-from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_BUILT, DDP_FORWARD, fresh_model, fsdp_builder, plain_module, prepared_ddp, holds_no_ddp, dotted, grad_off_by, grad_switch, is_const, keyword, last_name,
+from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_BUILT, DDP_FORWARD, SETUP_CALLS, fresh_model, fsdp_builder, plain_module, prepared_ddp, holds_no_ddp, dotted, grad_off_by, grad_switch, is_const, keyword, last_name,
                                      ddp_model, tests_around, text, through_grad_off, unwrapped_from)
 from ddpdoctor.lint.program import Event, Function, Guard, Klass, Program, explicit_self
 from ddpdoctor.lint.ranks import NEGATED_SWITCH, UNIFORM_NAME, _on_self
@@ -2163,10 +2163,9 @@ def _block_fields(cls: type) -> tuple[str, ...]:
     return found
 
 
-# the calls that set up the default process group (lint/facts.py), and those that make a run
-# distributed in in_another_command's sense: those, a launcher of ranks, an engine that sets it up
+# the calls that make a run distributed in in_another_command's sense: those that set up the
+# default process group (patterns.SETUP_CALLS), a launcher of ranks, an engine that sets it up
 # itself, a framework's trainer or accelerator
-SETUP_CALLS = ("init_process_group", "init_distributed", "initialize_distributed")
 DISTRIBUTED_STARTS = frozenset({*SETUP_CALLS, "initialize", "spawn", "start_processes", "Trainer", "Accelerator",
                                 "Fabric", "init_dist"})
 

@@ -19,11 +19,11 @@ from ddpdoctor.lint import (batch_flags, bypass, config_files, data_keys, data_s
                             worker_seeds)
 from ddpdoctor.lint.accumulation_facts import AccumulationFact, AccumulationFacts
 from ddpdoctor.lint.collective_facts import CollectiveFacts, GuardedCollective
-from ddpdoctor.lint.fact_builder import SETUP_CALLS, BuilderCore, loc
+from ddpdoctor.lint.fact_builder import BuilderCore, loc
 from ddpdoctor.lint.no_sync import SYNC_WORDS
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.loader_facts import LoaderFact, LoaderFacts, SamplerFact
-from ddpdoctor.lint.patterns import dotted, env_key, is_const, keyword, kept_parameters, last_name, passing_loader_class, text
+from ddpdoctor.lint.patterns import SETUP_CALLS, dotted, env_key, is_const, keyword, kept_parameters, last_name, passing_loader_class, text
 from ddpdoctor.lint.program import Program
 from ddpdoctor.lint.save_facts import SaveFact, SaveFacts
 from ddpdoctor.lint.sources import IMPORTERS, dynamic_spec, setup_in_unread

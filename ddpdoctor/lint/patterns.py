@@ -261,6 +261,10 @@ Function = Any
 # (spectral_norm keeps its power-iteration vectors `weight_u` / `_u` as buffers: a GAN
 # discriminator's, LaMa's)
 BUFFER_MARKERS = ("BatchNorm", "register_buffer", "SyncBatchNorm", "track_running_stats=True", "spectral_norm")
+# the calls that set up the default process group (lint/facts.py), and with a launcher of ranks
+# those that start the distributed run (Program.starts_run)
+SETUP_CALLS = ("init_process_group", "init_distributed", "initialize_distributed")
+RUN_STARTS = frozenset({*SETUP_CALLS, "spawn", "start_processes"})
 BUFFERED_ZOO = ("resnet", "resnext", "densenet", "mobilenet", "efficientnet", "inception", "regnet",
                 "_bn", "googlenet", "shufflenet", "mnasnet", "wide_resnet")
 # Hugging Face encoders whose embeddings register `position_ids` (and `token_type_ids`) with

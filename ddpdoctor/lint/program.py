@@ -734,8 +734,6 @@ class Program:
                         # `if distributed: def reduce_mean(t): all_reduce(t) ... else: def
                         # reduce_mean(t): return t`: either may be the one a call runs (_resolve)
                         fn.__dict__["_alternatives"] = [*held.__dict__.get("_alternatives", ()), held]
-                    if branched:
-                        fn.__dict__["_branched"] = True
                     module.functions[node.name] = fn
                 self._index_body(node.body, module, None, fn, f"{prefix}{node.name}.")
             elif isinstance(node, ast.ClassDef):
@@ -2884,7 +2882,7 @@ class Program:
                         # handful: `from .trainer import Trainer, CausalTrainer` in trainer/__init__)
                         wider = _fitting(self._module_names(owner, by_name=True), spec)
                         wider = wider if len(wider) <= 8 else _fitting(self._module_names(owner), spec)
-                        out.extend(_distributed_picks(wider, value.args[1], scope))
+                        out.extend(self._distributed_picks(wider, value.args[1], scope))
                         continue
                     attr = spec[0]
                     if owner.__class__ is Module:
@@ -3483,13 +3481,36 @@ class Program:
                     said = patterns.text(node.test, 80)
                     if not said.replace(".", "_").isidentifier() or said in found:
                         continue
-                    calls = [c for stmt in node.body for c in walk(stmt) if c.__class__ is ast.Call]
-                    if any(_SETS_UP.search(last_name(c.func) or "") or any(
-                            any(_SETS_UP.search(last_name(inner.func) or "") for inner in t.own_calls)
-                            for t in self.resolve(c.func, fn)[0] if t.node is not None) for c in calls):
+                    if self.starts_run(node.body, fn):
                         found.add(said)
             found = self.__dict__["_setup_switches"] = frozenset(found)
         return found
+
+    def _distributed_picks(self, candidates: list, name: ast.AST, fn: Function) -> list:
+        """Of the classes a configured name may pick (`getattr(trainers, config.trainer)`), those
+        whose names hold the part fn tests before it joins the process group (`if "FSDP" in
+        config.trainer: init_distributed(...)`): only they run in a distributed job. All of them
+        where no such test is seen, or none fits it."""
+        said = dotted(name)
+        if not said:
+            return candidates
+        for node in fn.own_of(ast.If):
+            test = node.test
+            if test.__class__ is ast.Compare and len(test.ops) == 1 and test.ops[0].__class__ is ast.In \
+                    and test.left.__class__ is ast.Constant and isinstance(test.left.value, str) \
+                    and dotted(test.comparators[0]) == said and defaults.DIST_SWITCH.search(test.left.value) \
+                    and self.starts_run(node.body, fn):
+                return [k for k in candidates if test.left.value in k.name] or candidates
+        return candidates
+
+    def starts_run(self, body: list, fn: Function) -> bool:
+        """The statements call what starts the distributed run (patterns.RUN_STARTS:
+        init_process_group, mp.spawn, ...), or a local function whose own calls do (`ddp_setup(rank,
+        world)`)."""
+        calls = [c for stmt in body for c in walk(stmt) if c.__class__ is ast.Call]
+        return any(last_name(c.func) in patterns.RUN_STARTS or any(
+            any(last_name(inner.func) in patterns.RUN_STARTS for inner in t.own_calls)
+            for t in self.resolve(c.func, fn)[0] if t.node is not None) for c in calls)
 
     def off_at_launch(self, klass: Klass) -> frozenset:
         """The ids of the nodes on the sides of the class's `if` tests that the run as launched
@@ -3753,35 +3774,6 @@ def _scoped(scope: Function, name: str) -> list:
     if found is None:
         found = made[name] = [(line, value, scope) for line, value in scope.bindings[name]]
     return found
-
-
-def _distributed_picks(candidates: list, name: ast.AST, fn: Function) -> list:
-    """Of the classes a configured name may pick (`getattr(trainers, config.trainer)`), those
-    whose names hold the part the function tests before it joins the process group (`if "FSDP"
-    in config.trainer: init_distributed(...)`): only they run in a distributed job. All of them
-    where no such test is seen, or none fits it."""
-    said = dotted(name)
-    if not said:
-        return candidates
-    for node in fn.own_of(ast.If):
-        test = node.test
-        if not (test.__class__ is ast.Compare and len(test.ops) == 1 and test.ops[0].__class__ is ast.In
-                and test.left.__class__ is ast.Constant and isinstance(test.left.value, str)
-                and dotted(test.comparators[0]) == said and defaults.DIST_SWITCH.search(test.left.value)):
-            continue
-        if not any(_JOINS.search(last_name(c.func) or "") for b in node.body for c in walk(b) if c.__class__ is ast.Call):
-            continue
-        fitting = [k for k in candidates if test.left.value in k.name]
-        return fitting or candidates
-    return candidates
-
-
-# a call that sets up the distributed run (init_process_group, a local init_distributed, mp.spawn)
-_JOINS = re.compile(r"init_process_group|init_dist|setup_dist|spawn", re.IGNORECASE)
-
-
-# what starts the distributed run (setup_switches)
-_SETS_UP = re.compile(r"^(spawn|init_process_group|start_processes)$")
 
 
 def _fitting(names: dict, spec: tuple) -> list:
