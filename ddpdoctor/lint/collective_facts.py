@@ -266,6 +266,8 @@ class CollectiveFacts:
                         here = loc(fn, event.node) if self.only_guarded(target) is False else None
                         for op, where, chain, conds in self.reach(target, MAX_DEPTH - 1, (fn,), entry,
                                                                   under=_polarities(event.guards)):
+                            if _training_side_in_eval(target, conds):
+                                continue
                             op = through_grad_off(self.program, op, event.node, fn)
                             # so is a collective in a helper every rank runs elsewhere, a few
                             # calls down (`reduce_mean()` of a metrics object rank 0 asks)
@@ -545,6 +547,18 @@ def _on_the_files(conds: tuple) -> str:
     if not tests:
         return ""
     return f"{' and '.join(tests)} {'holds' if len(tests) == 1 else 'hold'} (what is on disk when it runs)"
+
+
+def _training_side_in_eval(target: Function, conds: tuple) -> bool:
+    """The collective sits under a module's `if self.training:` and the function the rank test
+    guards puts the model in eval mode (`model.eval()`, no `.train()` after it) before it runs the
+    module: on that way `self.training` is false (CLIP4Clip's rank-0 evaluation, whose
+    similarity head all-gathers only while training)."""
+    if not any(flag and c == "self.training" for c, flag in conds) or target.node is None:
+        return False
+    modes = [c for c in target.own_calls if isinstance(c.func, ast.Attribute) and not c.args
+             and c.func.attr in ("eval", "train")]
+    return bool(modes) and max(modes, key=lambda c: c.lineno).func.attr == "eval"
 
 
 def _module_setting(fn, name: str) -> bool:

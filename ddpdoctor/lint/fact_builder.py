@@ -480,6 +480,52 @@ class BuilderCore:
         return all(any(_exclusive(c, d) for c in way for d in setup)
                                   for way in mine for setup in setups)
 
+    def apart_from_siblings(self, fn: Function) -> bool:
+        """fn is a method that no instance joining a process group runs: the group is set up only
+        in overrides of sibling classes (LayoutFormer++'s DSTrainer._setup_experiment calls
+        deepspeed.init_distributed; its MultiTaskTrainer keeps the base's, which sets up nothing,
+        so the loaders MultiTaskTrainer builds are the one-process run's), or on ways fn's own
+        ways rule out (apart_from_setups' reading: the inference command's generator). A set-up
+        in a class outside the family (a helper object the trainer holds) may run beside fn: not
+        apart."""
+        klass = self.program._class_of_fn(fn) if fn.cls is not None and fn.parent is None else None
+        if klass is None or isinstance(fn.node, ast.Module):
+            return False
+        memo = self.__dict__.setdefault("_apart_siblings", {})
+        if id(fn) not in memo:
+            memo[id(fn)] = self._apart_from_siblings(fn, klass)
+        return memo[id(fn)]
+
+    def _apart_from_siblings(self, fn: Function, klass) -> bool:
+        program, callers = self.program, self.callers()
+        runners = [k for k in [klass, *program._descendants(klass)] if program.method(k, fn.name) is fn]
+        lines = {k for r in runners for k in [r, *program.bases(r)]}  # what an instance running fn is
+        kin = {klass, *program.bases(klass)}
+        mine = None  # the tests on each way an instance running fn is built
+        sibling = False
+        for f in self.functions:
+            for call in f.own_calls:
+                if last_name(call.func) not in SETUP_CALLS:
+                    continue
+                owners = [program._class_of_fn(f)] if f.cls is not None and f.parent is None else \
+                    [program._class_of_fn(c) if c.cls is not None and c.parent is None else None
+                     for c, _ in callers.get(f, [])]
+                if owners and all(o is not None and o not in lines and kin & {o, *program.bases(o)} for o in owners):
+                    sibling = True  # (a sibling's override, or a helper only a sibling's methods call)
+                    continue
+                if mine is None:
+                    # (the functions that name a class running fn - build it, or hand it out as
+                    # `get_trainer(args)` does - and the tests on each way to them)
+                    namers = [g for g in self.functions if g.node is not None and g.cls not in runners and any(
+                        n.__class__ is ast.Name and n.id in names and program.symbol(n.id, g) in runners
+                        for n in g.own)] if (names := {k.name for k in runners}) else []
+                    mine = [way for g in namers for way in (_ways(callers, g, (), 5) or [frozenset()])] or [frozenset()]
+                conds = tuple(c for c, _ in f.__dict__.get("_call_conds", {}).get(id(call), ()))
+                theirs = _ways(callers, f, conds, 5) or [frozenset(conds)]
+                if not all(any(_exclusive(c, d) for c in way for d in setup) for way in mine for setup in theirs):
+                    return False
+        return sibling
+
     def _switches(self) -> frozenset:
         """The switches the process group is set up under (`if opts.shard: init_process_group()`)."""
         if not hasattr(self, "_switch_set"):
@@ -577,6 +623,11 @@ class BuilderCore:
                 return False
             if self.in_another_command(caller):
                 continue  # a way from a command (or a registry's trainer) that never joins a group
+            if caller.cls is not None and self.overridden_in_the_run(caller):
+                # a base's `save()` calling the helper with no rank test, where every class the
+                # run builds has its own save (tdpo's BasicTrainer under the FSDPTrainer the
+                # launch picks): no way in
+                continue
             way = self.only_guarded(caller, depth - 1, stack + (fn,))
             if way is None and caller.cls is not None and not caller.name.startswith(("on_", "_on_", "__")):
                 continue  # a method nothing calls (sparseml's exporter's `export()`): no way in
@@ -586,6 +637,61 @@ class BuilderCore:
         if not live:
             return None
         return not self._both_sides(sites, depth, stack + (fn,))
+
+    def overridden_in_the_run(self, fn: Function) -> str:
+        """_overridden_in_the_run, worked out once per function (each way into a helper asks it)."""
+        memo = self.__dict__.setdefault("_overridden_memo", {})
+        if id(fn) not in memo:
+            memo[id(fn)] = self._overridden_in_the_run(fn)
+        return memo[id(fn)]
+
+    def _overridden_in_the_run(self, fn: Function) -> str:
+        """A base class's method reached only as `self.m()`, where every class that runs this very
+        method (the base, a subclass that does not override it) is built only on the one-process
+        side of the set-up's switch, and a subclass overrides it (EEG-GAN: `GANTrainer.training`
+        calls `self.save_checkpoint()`, the spawned ranks run a GANDDPTrainer whose own
+        save_checkpoint writes on rank 0; the plain GANTrainer is the one-process run's). The
+        reason, or ""."""
+        klass = fn.cls
+        if klass is None or isinstance(fn.node, ast.Module):
+            return ""
+        sites = self.callers().get(fn, [])
+        switches, ddp = self._switches(), self.wraps_ddp()
+
+        def way(event) -> str:
+            node = event.node
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                return ""
+            owner = node.func.value
+            if isinstance(owner, ast.Name) and owner.id == "self":
+                return "self"  # dispatched on the instance: the class built decides
+            if isinstance(owner, ast.Call) and last_name(owner.func) == "super" and event.guards:
+                return "guarded"  # an override's `if self.rank == 0: super().save_checkpoint(...)`
+            return "one process" if _single_process(event.conds, switches, ddp) else ""
+
+        ways = [way(e) for _, e in sites]
+        if not ways or "" in ways or "self" not in ways:
+            return ""
+        program = self.program
+        family = [klass, *program._descendants(klass)]
+        overriding = [k for k in family if k is not klass and program.method(k, fn.name) is not fn]
+        running = [k for k in family if program.method(k, fn.name) is fn]
+        if not overriding:
+            return ""
+        built = 0
+        for f in self.functions:
+            conds_of = f.__dict__.get("_call_conds", {})
+            for c in f.own_calls:
+                if program.callee(c.func, f) in running:
+                    if not _single_process(conds_of.get(id(c), ()), switches, ddp):
+                        return ""
+                    built += 1
+        if not built:
+            if any(k in program.built_classes for k in family):
+                return ""  # built some other way (a registry, a factory): not told apart here
+            return f"no {klass.name} (nor a class inheriting its {fn.name}()) is built"
+        return (f"{klass.name} runs {fn.name}() only where the run is one process; the distributed "
+                f"run's {overriding[0].name} has its own")
 
     def _built_only_guarded(self, klass) -> bool:
         """Every instance of the local class (or of a local subclass) is built under a rank test:

@@ -492,7 +492,7 @@ class LoaderFacts:
                     self.in_the_launcher(fn, call) and not self._loader_to_ranks(fn, name))
                 or self._replaced_when_distributed(fn, call) or self._counts_apart(fn, call)
                 or self._where_no_group(fn, call) or bool(self.in_another_command(fn)) or self.one_process_pick(fn)
-                or self._instances_single_process(fn)
+                or self._instances_single_process(fn) or self.apart_from_siblings(fn)
                 or self.apart_from_setups(fn, fn.__dict__.get("_call_conds", {}).get(id(call), ())),
                 iterated=bool(name) and self._iterated_alone(name),
                 unread=bool(name) and self._unread(fn, name, call),

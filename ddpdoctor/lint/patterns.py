@@ -1001,6 +1001,38 @@ def _round_among(program: Program, calls: list[ast.Call], fn: Function, helpers:
             for ret in target.own_of(ast.Return):
                 if ret.value is not None:
                     yield from _round_among(program, _loss_calls(program, ret.value, target), target, helpers - 1)
+        elif helpers and (held := _held_plain_forward(program, call, fn)) is not None:
+            yield held
+
+
+def _held_plain_forward(program: Program, call: ast.Call, fn: Function, depth: int = 3):
+    """`loss = self.diffusion(x, cond)` on an object of a local class whose method (and the
+    class's own `self.m()` calls from it, a few deep: forward -> loss -> p_losses) runs a field the
+    object was handed plain before the module was wrapped, the wrapper then never run
+    (handed_unwrapped: EDGE's GaussianDiffusion round the prepared DanceDecoder). The call of the
+    field and its method, or None."""
+    held = program.class_of(call.func, fn)  # (an object called: nn.Module's __call__ runs its forward)
+    start = (program.method(held, "__call__") or program.method(held, "forward")) if held is not None else None
+    if start is None:
+        targets = program.resolve(call.func, fn)[0]
+        start = targets[0] if len(targets) == 1 else None
+    if start is None or start.cls is None or start.node is None or start.parent is not None:
+        return None
+    klass = program._class_of_fn(start)
+    todo, seen = [(start, depth)], set()
+    while todo and klass is not None:
+        method, left = todo.pop()
+        if id(method) in seen:
+            continue
+        seen.add(id(method))
+        for inner in method.own_calls:
+            func = inner.func
+            if _self_field(func) and func.attr not in klass.methods and handed_unwrapped(program, inner, method):
+                return inner, method
+            if left and func.__class__ is ast.Attribute and func.value.__class__ is ast.Name and \
+                    func.value.id == "self" and (found := program.method(klass, func.attr)) is not None:
+                todo.append((found, left - 1))
+    return None
 
 
 def _wrapper_of(program: Program, call: ast.Call, fn: Function):
@@ -1183,26 +1215,66 @@ def _handed_before_wrapping(program: Program, klass, attr: str):
 
 
 def _wrapped_after(program: Program, name: ast.Name, site: ast.Call, scope: Function):
-    """`W = DDP(name, ...)` below `site` in scope, W then read only as `W.to(...)` / `W.cuda()`
-    and never stored, returned or handed on: the DDP(...) call, else None."""
+    """`W = DDP(name, ...)` below `site` in scope (or Accelerate's `self.W =
+    accelerator.prepare(name)`, a field of scope's class), W then never run: read only to move,
+    save or load its weights (_wrapper_idle) and never stored, returned or handed on. The DDP(...)
+    call (the one the prepare stands for), else None."""
     built = [n for n in scope.own_of(ast.Assign) if n.lineno > site.lineno and n.value.__class__ is ast.Call
              and program.ddp_call(n.value, scope) and n.value.args and n.value.args[0].__class__ is ast.Name
              and n.value.args[0].id == name.id and len(n.targets) == 1 and n.targets[0].__class__ is ast.Name]
-    if not built:
-        return None
-    wrapper = built[0].targets[0].id
-    # (and `elif dp: mdl = DataParallel(mdl)`, the other side's wrapping of the same name)
-    moves = {id(n.func.value) for n in walk(scope.node) if n.__class__ is ast.Call and n.func.__class__ is ast.Attribute
-             and n.func.attr in ("to", "cuda") and n.func.value.__class__ is ast.Name} | \
-        {id(n.args[0]) for n in walk(scope.node) if n.__class__ is ast.Call and n.args
-         and (program.ddp_call(n, scope) or last_name(n.func) == "DataParallel")} | \
-        {id(a) for n in walk(scope.node) if n.__class__ is ast.Call
-         for i, a in enumerate(n.args) if a.__class__ is ast.Name and a.id == wrapper and _only_saved(program, n, i, scope)}
-    for node in walk(scope.node):
-        if node.__class__ is ast.Name and node.id == wrapper and node.__class__ is ast.Name and \
-                node.ctx.__class__ is ast.Load and getattr(node, "lineno", 0) > built[0].lineno and id(node) not in moves:
+    if built:
+        wrapper, call, line = built[0].targets[0], built[0].value, built[0].lineno
+    else:
+        prepared = next(((node, i) for node in _prepares(scope) if node.lineno > site.lineno
+                         for i, a in enumerate(node.value.args) if a.__class__ is ast.Name and a.id == name.id), None)
+        if prepared is None:
             return None
-    return built[0].value, scope
+        node, place = prepared
+        held = node.targets[0]
+        elts = held.elts if held.__class__ in (ast.Tuple, ast.List) else [held]
+        wrapper = elts[place] if place < len(elts) else None
+        if not (wrapper.__class__ is ast.Name or _self_field(wrapper)):
+            return None
+        found = prepared_ddp(program, wrapper, scope, node.lineno + 1)
+        if found is None or found[1] is not scope:
+            return None
+        call, line = found[0], node.lineno
+    if wrapper.__class__ is ast.Name:
+        spans = [(scope, line)]
+    elif scope.cls is not None and scope.parent is None and (klass := program._class_of_fn(scope)) is not None:
+        spans = [(m, 0) for m in klass.methods.values() if m.node is not None]
+    else:
+        return None
+    key = text(wrapper)
+    for where, after in spans:
+        idle = _wrapper_idle(program, where, key)
+        for node in walk(where.node):
+            if node.__class__ in (ast.Name, ast.Attribute) and node.ctx.__class__ is ast.Load and \
+                    getattr(node, "lineno", 0) > after and text(node) == key and id(node) not in idle:
+                return None
+    return call, scope
+
+
+# What reading a wrapper for these runs no forward of it: its weights, its place, its mode.
+_IDLE_USES = frozenset({"to", "cuda", "state_dict", "load_state_dict", "parameters", "named_parameters",
+                        "train", "eval", "module"})
+
+
+def _wrapper_idle(program: Program, scope: Function, key: str) -> set[int]:
+    """The ids of scope's reads of the wrapper `key` (a name, `self.W`) that run none of it: the
+    receiver of a move or of its weights (`W.to(dev)`, `W.state_dict()`, `W.load_state_dict(sd)`),
+    what a wrapper or Accelerate's unwrap_model is handed, and an argument a local helper reads
+    only for its weights (_only_saved)."""
+    idle = set()
+    for n in walk(scope.node):
+        if n.__class__ is ast.Attribute and n.attr in _IDLE_USES:
+            idle.add(id(n.value))
+        elif n.__class__ is ast.Call and n.args and (
+                program.ddp_call(n, scope) or last_name(n.func) in ("DataParallel", "unwrap_model")):
+            idle.add(id(n.args[0]))
+        elif n.__class__ is ast.Call:
+            idle.update(id(a) for i, a in enumerate(n.args) if text(a) == key and _only_saved(program, n, i, scope))
+    return idle
 
 
 def _only_saved(program: Program, call: ast.Call, index: int, scope: Function) -> bool:
@@ -1962,9 +2034,15 @@ def prepared_ddp(program: Program, target: ast.AST, fn: Function, line: int,
             memo = scope.__dict__.setdefault("_prepared_as_ddp", {})
             made = memo.get((id(node), place))
             if made is None:
-                made = memo[(id(node), place)] = ast.copy_location(ast.Call(
-                    func=ast.Name(id="DistributedDataParallel", ctx=ast.Load()),
-                    args=[node.value.args[place]], keywords=[]), node.value)
+                given = node.value.args[place]
+                # (a DataLoader prepared - `loader = accelerator.prepare(loader)` - comes back a
+                # loader: no module, no wrapper)
+                loader = any(v.__class__ is ast.Call and loader_call(program, v, where)
+                             for v, where in program.values_of(given, scope, 1))
+                made = memo[(id(node), place)] = False if loader else ast.copy_location(ast.Call(
+                    func=ast.Name(id="DistributedDataParallel", ctx=ast.Load()), args=[given], keywords=[]), node.value)
+            if made is False:
+                continue
             return made, scope
     if isinstance(target, ast.Name) and depth > 0:
         # `model_unwrapped = model` (a copy of the name, not `accelerator.unwrap_model(model)`)

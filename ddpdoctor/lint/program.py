@@ -885,6 +885,10 @@ class Program:
             # is read at once, and reading it forgets them: _read)
             self._changed()
         targets, _ = self.resolve(func, fn)
+        if not targets and node.args and last_name(func) == "instantiate" and \
+                (self.qualify(func, fn) or "").startswith("hydra."):
+            self._bind_instantiated(fn, node, bound)
+            return
         if targets:
             self._changed()  # the arguments it binds below change what class_of may answer
         if not targets and getattr(self, "_unbound_instances", None) is not None and (
@@ -918,6 +922,26 @@ class Program:
                     positional = [(a, variant[1]) for a in variant[0].args[1:]] + positional
                     keywords = [(kw, variant[1]) for kw in variant[0].keywords] + keywords
                 self._hand(target, fn, node, params, positional, keywords)
+
+    def _bind_instantiated(self, fn: Function, node: ast.Call, bound: list) -> None:
+        """`instantiate(cfg.trainer.trainer, device=device, model=model)`: Hydra builds the class
+        the config's `_target_` names with the keywords given beside the config, so each keyword
+        is what that parameter of the class's __init__ holds (UniTable's trainers keep
+        `self.device = device`, the LOCAL_RANK). The classes are those the config key may name
+        (patterns._instantiated), else the config targets whose __init__ takes every keyword."""
+        given = {kw.arg for kw in node.keywords if kw.arg}
+        classes = patterns._instantiated(self, node, fn)
+        if not classes and given:
+            classes = [k for k in (self.full_symbol(t) for t in (self.sources[0].hydra_targets if self.sources else ()))
+                       if self.is_class(k) and (init := self.method(k, "__init__")) is not None
+                       and given <= {*init.params, *init.kwonly}]
+        for klass in classes:
+            init = self.method(klass, "__init__")
+            if init is None or init in bound or init.node is None:
+                continue
+            bound.append(init)
+            self._changed()
+            self._hand(init, fn, node, init.params, [], [(kw, fn) for kw in node.keywords])
 
     def _hand(self, target: Function, fn: Function, node: ast.Call, params: list,
               positional: list, keywords: list) -> None:
@@ -1503,6 +1527,12 @@ class Program:
                 and isinstance(call.func.value, ast.Call) and last_name(call.func.value.func) == "super"
                 for kw in call.keywords if kw.arg == attr]
 
+    def sole_record_with(self, attr: str) -> Optional[Klass]:
+        """The one local record class (dataclass, NamedTuple) with a field of that name, or None
+        where none or several have one."""
+        found = [c for m in self.modules for c in m.classes.values() if attr in _record_field_names(c.node)]
+        return found[0] if len(found) == 1 else None
+
     def _record_fields(self, klass: Klass, attr: str) -> list[tuple[ast.AST, Function]]:
         """A dataclass / NamedTuple field has no `self.x = ...`: what each construction of the
         class passes for it (`Env(world=n, master=dist.get_rank() == 0)`), by keyword or place."""
@@ -1923,7 +1953,10 @@ class Program:
                 values = [v for v in values if v[0] is not node] + unpacked
         for value, scope in values:
             if value is not node and depth > 0 and (value.__class__ is ast.IfExp or (
-                    value.__class__ is ast.Attribute and value.attr == "module")):
+                    value.__class__ is ast.Attribute and value.attr == "module") or (
+                    # (`self.diffusion = diffusion.to(device)`: the object moved)
+                    value.__class__ is ast.Call and value.func.__class__ is ast.Attribute
+                    and value.func.attr in patterns.SELF_RETURNING)):
                 found = self.class_of(value, scope, depth - 1)  # `m = model.module if ... else model`
                 if found is not None:
                     return found
@@ -2852,6 +2885,11 @@ class Program:
                 given = {name_pattern(side) for v, _ in self.values_of(value.args[0], scope, 2)
                          for side in ((v.body, v.orelse) if v.__class__ is ast.IfExp else (v,))}
                 given.discard(None)
+                if len(given) > 1 and all(g[1] is None for g in given):
+                    # (`main_module = "fed_setting.main"` on one side of an if/elif, `"centr_setting.main"`
+                    # on the other: each module named)
+                    out.extend(m for m in (self._module(g[0]) for g in sorted(given)) if m is not None)
+                    continue
                 spec = given.pop() if len(given) == 1 else None
                 if spec is not None and spec[1] is not None and not ("." in spec[0] and "." not in spec[1]):
                     spec = None  # (a varying package segment is not followed: as sources.dynamic_spec)

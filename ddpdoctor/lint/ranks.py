@@ -631,6 +631,11 @@ class RankFlow:
                 # `self.env.master` where env is a record built `Env(master=rank == 0)`: the field's
                 # value at each construction
                 klass = program.class_of(node.value, fn)
+                if klass is None:
+                    # (`self.distenv.master` of an env the config carries, `config.runtime.distenv =
+                    # dist_init(args)`: its class is not followed there, but one local record
+                    # class alone has the field - GIMM-VFI's `DistEnv(master=dist.get_rank() == 0)`)
+                    klass = program.sole_record_with(node.attr)
                 found = program._record_fields(klass, node.attr) if klass is not None else []
                 # or what the class's own methods set it to (`mon.is_main` where Monitor's
                 # __init__ sets `self.is_main = int(os.getenv("LOCAL_RANK", 0)) == 0`: JoeyLLM)

@@ -316,7 +316,7 @@ class SaveFacts:
         hooked = self._state_hook_guard(fn)
         if hooked:
             return SaveFact(where, path_text, False, f"a save_state hook, and save_state runs only under `{hooked}`")
-        overridden = self._overridden_in_the_run(fn)
+        overridden = self.overridden_in_the_run(fn)
         if overridden:
             return SaveFact(where, path_text, False, overridden)
         pin = self._save_called_on_main_only(fn)
@@ -849,54 +849,6 @@ class SaveFacts:
         if not hasattr(self, key):
             setattr(self, key, reached_from(self._started(), weak))
         return getattr(self, key)
-
-    def _overridden_in_the_run(self, fn: Function) -> str:
-        """A base class's method reached only as `self.m()`, where every class that runs this very
-        method (the base, a subclass that does not override it) is built only on the one-process
-        side of the set-up's switch, and a subclass overrides it (EEG-GAN: `GANTrainer.training`
-        calls `self.save_checkpoint()`, the spawned ranks run a GANDDPTrainer whose own
-        save_checkpoint writes on rank 0; the plain GANTrainer is the one-process run's). The
-        reason, or ""."""
-        klass = fn.cls
-        if klass is None or isinstance(fn.node, ast.Module):
-            return ""
-        sites = self.callers().get(fn, [])
-        switches, ddp = self._switches(), self.wraps_ddp()
-
-        def way(event) -> str:
-            node = event.node
-            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
-                return ""
-            owner = node.func.value
-            if isinstance(owner, ast.Name) and owner.id == "self":
-                return "self"  # dispatched on the instance: the class built decides
-            if isinstance(owner, ast.Call) and last_name(owner.func) == "super" and event.guards:
-                return "guarded"  # an override's `if self.rank == 0: super().save_checkpoint(...)`
-            return "one process" if _single_process(event.conds, switches, ddp) else ""
-
-        ways = [way(e) for _, e in sites]
-        if not ways or "" in ways or "self" not in ways:
-            return ""
-        program = self.program
-        family = [klass, *program._descendants(klass)]
-        overriding = [k for k in family if k is not klass and program.method(k, fn.name) is not fn]
-        running = [k for k in family if program.method(k, fn.name) is fn]
-        if not overriding:
-            return ""
-        built = 0
-        for f in self.functions:
-            conds_of = f.__dict__.get("_call_conds", {})
-            for c in f.own_calls:
-                if program.callee(c.func, f) in running:
-                    if not _single_process(conds_of.get(id(c), ()), switches, ddp):
-                        return ""
-                    built += 1
-        if not built:
-            if any(k in program.built_classes for k in family):
-                return ""  # built some other way (a registry, a factory): not told apart here
-            return f"no {klass.name} (nor a class inheriting its {fn.name}()) is built"
-        return (f"{klass.name} runs {fn.name}() only where the run is one process; the distributed "
-                f"run's {overriding[0].name} has its own")
 
     def _trainer_save_override(self, fn: Function) -> bool:
         """A Hugging Face Trainer subclass's own `save_model` / `_save`: the Trainer calls it from

@@ -939,7 +939,27 @@ def _dynamic_imports(source: SourceFile, roots: list[Path]) -> list[tuple[str, a
             found += [(name, call) for call in walk(fn) if isinstance(call, ast.Call) and call.args
                       and isinstance(call.args[0], ast.Name) and call.args[0].id in bound
                       for name in dynamic_names(call, roots, bound)]
+        # (a name bound to a module's spelled name on each side of an if/elif: FedDrive's
+        # `main_module = 'fed_setting.main'` / `'centr_setting.main'`, then import_module(main_module))
+        spelled = _bound_to_constants(fn)
+        found += [(name, call) for call in walk(fn) if isinstance(call, ast.Call) and call.args
+                  and isinstance(call.args[0], ast.Name) and call.args[0].id in spelled
+                  for value in spelled[call.args[0].id]
+                  for name in dynamic_names(call, roots, {call.args[0].id: value})]
     return found
+
+
+def _bound_to_constants(fn: ast.AST) -> dict:
+    """The names a function assigns several times, each time a spelled string, to those strings."""
+    stores: dict = {}
+    values: dict = {}
+    for node in walk(fn):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            stores[node.id] = stores.get(node.id, 0) + 1
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            values.setdefault(node.targets[0].id, []).append(node.value)
+    return {name: given for name, given in values.items() if len(given) > 1 and len(given) == stores.get(name)
+            and all(isinstance(v, ast.Constant) and isinstance(v.value, str) for v in given)}
 
 
 def loads_own_package(call: ast.Call) -> bool:
