@@ -810,13 +810,28 @@ def _loss_values(program: Program, node: ast.AST, fn: Function) -> list[ast.AST]
     if node.__class__ is not ast.Name:
         return [node]
     held = reaching.with_bound(fn.node, node.id, node) if fn.node is not None else None
-    return [held] if held is not None else [v for v, _ in program.values_of(node, fn, 1)]
+    if held is not None:
+        return [held]
+    # (the bindings that reach the backward, where the walk can tell: `loss_total_step` bound
+    # after each of two stages' forwards in one loop, JOWA's - each backward its own)
+    reached = reaching.reaching_values(fn.node, node.id, node) if fn.node is not None else None
+    return reached or [v for v, _ in program.values_of(node, fn, 1)]
 
 
 def _computed_round_the_wrapper(program: Program, value: ast.AST, fn: Function, helpers: int = 1) -> bool:
-    calls = _loss_calls(program, value, fn)
+    # (the bindings that reach the value where the walk can tell: two stages' losses in one loop)
+    calls = _loss_calls(program, value, fn, True) or _loss_calls(program, value, fn)
     return next(_round_among(program, calls, fn, helpers), None) is not None and \
-        not any(ddp_model(program, c, fn) is not None or _hands_the_wrapper(program, c, fn, helpers) for c in calls)
+        not any(ddp_model(program, c, fn) is not None or _wrapper_forward(program, c, fn)
+                or _hands_the_wrapper(program, c, fn, helpers) for c in calls)
+
+
+def _wrapper_forward(program: Program, call: ast.Call, fn: Function) -> bool:
+    """`model.forward(x)` on the DDP wrapper itself: DDP's own forward, which prepares the
+    reducer as `model(x)` does (GLNet's global branch, whose features the patch loss reads)."""
+    func = call.func
+    return func.__class__ is ast.Attribute and func.attr == "forward" and \
+        func.value.__class__ in (ast.Name, ast.Attribute) and _ddp_held(program, func.value, fn, call) is not None
 
 
 def _hands_the_wrapper(program: Program, call: ast.Call, fn: Function, helpers: int) -> bool:
@@ -983,7 +998,10 @@ def bypassed_wrapper(program: Program, loss: ast.AST, fn: Function):
     if not loss_round_the_wrapper(program, loss, fn):
         return None
     for value in _loss_values(program, loss, fn):
-        for call, scope in _round_among(program, _loss_calls(program, value, fn), fn, 1):
+        # (the bindings that reach the backward first: `losses` bound by each of two stages'
+        # forwards in one loop, JOWA's tokenizer then its world model - each backward its own)
+        along = list(_round_among(program, _loss_calls(program, value, fn, True), fn, 1))
+        for call, scope in along or _round_among(program, _loss_calls(program, value, fn), fn, 1):
             wrapper = _wrapper_of(program, call, scope)
             if wrapper is not None and not grad_off(program, call, scope):
                 return call, scope, *wrapper
@@ -1070,6 +1088,27 @@ def _wrapper_of(program: Program, call: ast.Call, fn: Function):
                 _handed_into_wrapper(program, receiver, fn):
             return value, fn
     return None
+
+
+def _iterated_elements(program: Program, name: ast.Name, fn: Function) -> list:
+    """`for opt, net in zip(self.all_optimizers, self.all_nets):` where `all_nets` is a method or
+    property of fn's class returning a tuple or list it spells (`return (self.jowa_model,)`):
+    each element the loop hands `net`, with that method. Empty otherwise."""
+    klass = program._class_of_fn(fn) if fn.cls is not None and fn.node is not None else None
+    found = []
+    for loop in fn.own_of(ast.For) if klass is not None else ():
+        target, source = loop.target, loop.iter
+        if target.__class__ is ast.Tuple and source.__class__ is ast.Call and last_name(source.func) == "zip":
+            place = next((i for i, t in enumerate(target.elts) if t.__class__ is ast.Name and t.id == name.id), None)
+            source = source.args[place] if place is not None and place < len(source.args) else None
+        elif not (target.__class__ is ast.Name and target.id == name.id):
+            continue
+        source = source.func if source.__class__ is ast.Call and not source.args else source
+        method = program.method(klass, source.attr) if _self_field(source) else None
+        for ret in method.own_of(ast.Return) if method is not None else ():
+            if ret.value.__class__ in (ast.Tuple, ast.List):
+                found += [(element, method) for element in ret.value.elts]
+    return found
 
 
 def _ddp_held(program: Program, holder: ast.AST, fn: Function, at: ast.AST):
@@ -2244,6 +2283,10 @@ def ddp_model(program: Program, call: ast.Call, fn: Function) -> Optional[tuple[
                     if isinstance(value, (ast.Name, ast.Attribute)) else None
                 if wrapped is not None:
                     return wrapped
+        for value, scope in _iterated_elements(program, func, fn):
+            wrapped = _ddp_held(program, value, scope, value)
+            if wrapped is not None:
+                return wrapped
         return prepared_ddp(program, func, fn, call.lineno)
     if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
         prepared = prepared_ddp(program, func, fn, call.lineno)

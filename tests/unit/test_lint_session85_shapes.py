@@ -502,3 +502,81 @@ def test_twin_the_same_way_in_training_mode_is_reported(tmp_path):
     assert training != EVAL_MODE
     found = _codes(lint_tree(tmp_path, {"train.py": training}), "DDP801")
     assert [f.location.line for f in found] == [_line(training, "        evaluate(model, batches)")]
+
+
+# -------------------------------------------------- two stages' losses in one loop
+# Each stage binds `losses` and `total` afresh and backs through its own module inside the
+# wrapper; the second stage's nets come from a property returning a tuple of the DDP fields.
+# Each backward is judged by the bindings that reach it.
+STAGES = """import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = torch.nn.Linear(4, 4)
+
+    def compute_loss(self, batch):
+        return {"total": self.body(batch).pow(2).mean()}
+
+
+class Agent:
+    def __init__(self):
+        dist.init_process_group("gloo")
+        self.encoder = DistributedDataParallel(Net())
+        self.policy = DistributedDataParallel(Net())
+        self.encoder_opt = torch.optim.SGD(self.encoder.parameters(), lr=0.1)
+        self.policy_opt = torch.optim.SGD(self.policy.parameters(), lr=0.1)
+
+    @property
+    def policies(self):
+        return (self.policy,)
+
+    @property
+    def policy_opts(self):
+        return (self.policy_opt,)
+
+    def train(self, steps):
+        for _ in range(steps):
+            batch = torch.randn(8, 4)
+            losses = self.encoder.module.compute_loss(batch)
+            total = losses["total"]
+            self.encoder_opt.zero_grad()
+            total.backward()
+            self.encoder_opt.step()
+            for opt, policy in zip(self.policy_opts, self.policies):
+                losses = policy.module.compute_loss(batch)
+                total = losses["total"]
+                opt.zero_grad()
+                total.backward()
+                opt.step()
+
+
+if __name__ == "__main__":
+    Agent().train(3)
+"""
+
+
+def test_each_stage_bypassing_its_wrapper_is_reported_at_its_own_backward(tmp_path):
+    found = _codes(lint_tree(tmp_path, {"train.py": STAGES}), "DDP810")
+    lines = [i + 1 for i, text in enumerate(STAGES.splitlines()) if text.strip() == "total.backward()"]
+    assert sorted(f.location.line for f in found) == lines
+
+
+def test_twin_a_stage_through_its_wrapper_leaves_the_other_alone_reported(tmp_path):
+    through = STAGES.replace("                losses = policy.module.compute_loss(batch)",
+                             '                losses = {"total": policy(batch).pow(2).mean()}')
+    assert through != STAGES
+    found = _codes(lint_tree(tmp_path, {"train.py": through}), "DDP810")
+    assert [f.location.line for f in found] == [_line(through, "total.backward()")]
+
+
+def test_twin_a_loss_that_reads_the_wrappers_own_forward_is_not_round_it(tmp_path):
+    # (the first stage's loss also reads features the wrapper's `.forward(...)` computed)
+    mixed = STAGES.replace('            total = losses["total"]\n            self.encoder_opt',
+                           '            total = losses["total"] + self.encoder.forward(batch).mean()\n            self.encoder_opt')
+    assert mixed != STAGES
+    found = _codes(lint_tree(tmp_path, {"train.py": mixed}), "DDP810")
+    assert [f.location.line for f in found] == [_line(mixed, "                total.backward()")]
