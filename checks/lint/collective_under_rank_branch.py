@@ -123,6 +123,9 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         declared with one constant default and assigned nowhere the lint reads, is taken at
         that default: an error that names it (the run hangs as shipped; a run that sets the
         switch may not).
+        A collective under a module's `if self.training:` reached from a function the rank
+        test guards that puts the model in eval mode first (`model.eval()`, no `.train()`
+        after it) is not reported: on that way the module is not training.
         A DDP forward with gradients off (`@torch.no_grad()`, `with torch.inference_mode():`
         around it or around a call that leads to it), one rank's evaluation, is a warning too: DDP then
         broadcasts the buffers only in the first forward after a training step, one broadcast

@@ -34,7 +34,12 @@ def forward_round_the_wrapper(facts: LintFacts) -> list[Problem] | Skipped:
         read off its wrapper (`if isinstance(model, DistributedDataParallel): model =
         model.module` right after prepare) and trained through that name is reported too. An
         object handed plain modules in a tuple of fields (`self.a, self.b = a, b`) whose
-        wrappers go afterwards only to a helper that saves their weights keeps the plain ones.
+        wrappers go afterwards only to a helper that saves their weights keeps the plain ones;
+        so does one (`GaussianDiffusion(model)`) whose forward runs the plain module a few of
+        its own methods down (forward -> loss -> p_losses) while the wrapper Accelerate
+        prepared is only saved or loaded. Each backward is judged by the loss bindings that
+        reach it (two stages binding `losses` in one loop are two findings), and the
+        wrapper's own `model.forward(x)` is DDP's forward.
         Not reported: a loss where any part goes through the wrapper's own forward in the
         same step (`out = model(x)`, then `model.module.criterion(out, y)`), a forward with
         gradients off (a probe's features under `torch.no_grad()`), the side of

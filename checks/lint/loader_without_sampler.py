@@ -117,7 +117,11 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
         (`data = yielder(DataLoader(...))`, `def yielder(l): while True: yield from l`) by a
         helper that draws `next(data)` and backpropagates trains; a loader built by a class
         whose every object the callers hold is made on the one-process side of the switch
-        (`if opt.dist: h = ShardedLoader() else: h = PlainLoader()`) is that side's.
+        (`if opt.dist: h = ShardedLoader() else: h = PlainLoader()`) is that side's; so is one
+        built by a class whose instances never join a process group, where the group is set up
+        only in a sibling class's override (`DSTrainer._setup_experiment` calling
+        deepspeed.init_distributed beside a MultiTaskTrainer that keeps the base's) or on the
+        other side of the script's own switch (an inference command's set-up).
         torchrun and `python -m torch.distributed.launch` with no `--nproc_per_node` start one
         process per node: a launch written so counts as one process (the finding is then a
         warning that says so).

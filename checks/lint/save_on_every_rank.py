@@ -76,7 +76,10 @@ def save_on_every_rank(facts: LintFacts) -> list[Problem] | Skipped:
         caller leaves that parameter true, or one on the side of `if model is not None:` that a
         caller's constant (the default None of a load-or-save helper) never takes, or on the
         None side of `if self.accelerator is not None:` where every construction hands the
-        object one it built. A path made new on every call (`uuid.uuid4()`,
+        object one it built. Nor is a helper's write reached without a rank test only from a
+        base class's method that every class the run builds replaces (the DPO trainers' base
+        `save()`, where the worker picked by name joins the group only for an FSDP trainer
+        whose own `save()` writes on rank 0). A path made new on every call (`uuid.uuid4()`,
         `tempfile.mkstemp()`) or holding the process's id (`os.getpid()`) is each rank's own file, and a cache the same function reads
         back when it exists (`if os.path.exists(p): return torch.load(p)`) is built by local
         rank 0 once per node on purpose: not reported. Nor is a dump made only in an

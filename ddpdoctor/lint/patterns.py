@@ -507,7 +507,8 @@ def collective(program: Program, call: ast.Call, fn: Function) -> Optional[str]:
         # Distributed checkpointing plans the save (or load) across every rank of the group:
         # gathers and a barrier inside (torch.distributed.checkpoint's save / load)
         return f"torch.distributed.checkpoint.{name}() (plans the checkpoint with every rank)"
-    if name in RAY_TRAIN_COLLECTIVES and full.startswith(("ray.train.", "ray.air.session.")):
+    if name in RAY_TRAIN_COLLECTIVES and full.startswith(("ray.train.", "ray.air.session.")) and \
+            not _one_ray_worker(program):
         # Ray Train synchronises its workers in report(): each must call it as often as the others
         return f"{full}() (every Ray Train worker must call it, as often as the others)"
     if full.startswith("torch.distributed.checkpoint.") and name in DCP_STATE_GETTERS and \
@@ -995,7 +996,7 @@ def bypassed_wrapper(program: Program, loss: ast.AST, fn: Function):
     provably a DDP model: (the call on the module inside, its function, the DDP(...) call, its
     function). None on the plain side of `isinstance(model, DDP)`, for a wrapper not seen to be
     DDP (DataParallel's `.module`), and for a forward with gradients off (a probe's features)."""
-    if not loss_round_the_wrapper(program, loss, fn):
+    if not loss_round_the_wrapper(program, loss, fn) or _wrapper_ran_first(program, loss, fn):
         return None
     for value in _loss_values(program, loss, fn):
         # (the bindings that reach the backward first: `losses` bound by each of two stages'
@@ -1006,6 +1007,21 @@ def bypassed_wrapper(program: Program, loss: ast.AST, fn: Function):
             if wrapper is not None and not grad_off(program, call, scope):
                 return call, scope, *wrapper
     return None
+
+
+def _wrapper_ran_first(program: Program, loss: ast.AST, fn: Function) -> bool:
+    """The step runs the DDP wrapper's forward as a statement of its own before the loss, in the
+    same pass of the same loop (`self.ddp.forward(inputs)`, then `loss = self.model.get_loss()`,
+    CamLiFlow's trainer): the module reads back what that forward kept, and the reducer is
+    prepared for the backward."""
+    if fn.node is None or isinstance(fn.node, ast.Module):
+        return False
+    loops = lambda node: [owner for _, _, owner, _ in (reaching._path_to(fn.node, node) or ())
+                          if owner.__class__ in (ast.For, ast.While, ast.AsyncFor)]
+    mine = loops(loss)
+    return any(stmt.value.__class__ is ast.Call and stmt.lineno < loss.lineno and loops(stmt) == mine
+               and (ddp_model(program, stmt.value, fn) is not None or _wrapper_forward(program, stmt.value, fn))
+               for stmt in fn.own_of(ast.Expr))
 
 
 def _round_among(program: Program, calls: list[ast.Call], fn: Function, helpers: int):
@@ -1084,7 +1100,8 @@ def _wrapper_of(program: Program, call: ast.Call, fn: Function):
     for node in fn.own_of(ast.Assign) if isinstance(receiver, ast.Name) else ():
         value = node.value
         if value.__class__ is ast.Call and program.ddp_call(value, fn) and value.args and \
-                isinstance(value.args[0], ast.Name) and value.args[0].id == receiver.id and \
+                isinstance(value.args[0], ast.Name) and (value.args[0].id == receiver.id or (
+                    node.lineno < receiver.lineno and _one_module(fn, value.args[0], receiver))) and \
                 _handed_into_wrapper(program, receiver, fn):
             return value, fn
     return None
@@ -1127,8 +1144,9 @@ def _round_the_wrapper(program: Program, call: ast.Call, fn: Function) -> bool:
     func = call.func
     if isinstance(func, ast.Name):
         # `raw = ddp.module; out = raw(x)`, or a helper handed `model = sam.module` (SAM
-        # adapter's trainer): the module's own forward
-        return bool(_unwrapped_apart(program, func, fn))
+        # adapter's trainer): the module's own forward; or the module a wrapper built in fn was
+        # handed under another name (`raw_model = model`, `DDP(torch.compile(model))`)
+        return bool(_unwrapped_apart(program, func, fn)) or (fn.node is not None and _handed_into_wrapper(program, func, fn))
     if not isinstance(func, ast.Attribute):
         return False
     if _field_wrapped_elsewhere(program, call, fn) is not None or _field_left_unwrapped(program, call, fn) is not None:
@@ -1381,13 +1399,46 @@ def _handed_into_wrapper(program: Program, name: ast.Name, fn: Function) -> bool
             continue
         inner = value.args[0] if value.args else next((k.value for k in value.keywords if k.arg == "module"), None)
         targets = node.targets if node.__class__ is ast.Assign else [node.target]
-        if inner.__class__ is not ast.Name or inner.id != name.id or any(
+        if inner.__class__ is not ast.Name or any(
                 n.__class__ is ast.Name and n.id == name.id for t in targets for n in walk(t)):
             continue  # (`policy = DDP(policy)`: from there on the name is the wrapper)
+        if inner.id != name.id:
+            # (`raw_model = model` and `compiled = torch.compile(model)`, `DDP(compiled)`: both
+            # come from the one module)
+            if node.lineno < name.lineno and _one_module(fn, inner, name):
+                return True
+            continue
         handed = reaching.reaching_values(fn.node, name.id, inner)
         if handed and {id(v) for v in handed} == mine:
             return True
     return False
+
+
+def _module_origins(fn: Function, name: ast.Name, depth: int = 4) -> Optional[frozenset]:
+    """The ids of the values a name comes from where it is read, through plain copies (`raw =
+    model`) and `torch.compile(model)` (a wrapper that shares the module's parameters): None
+    where a way is not known."""
+    held = reaching.reaching_values(fn.node, name.id, name)
+    if not held or depth <= 0:
+        return None
+    found: set = set()
+    for value in held:
+        inner = value.args[0] if value.__class__ is ast.Call and last_name(value.func) == "compile" and value.args \
+            else value
+        if inner.__class__ is ast.Name:
+            more = _module_origins(fn, inner, depth - 1)
+            if more is None:
+                return None
+            found |= more
+        else:
+            found.add(id(inner))
+    return frozenset(found)
+
+
+def _one_module(fn: Function, a: ast.Name, b: ast.Name) -> bool:
+    """Two names that hold, where each is read, the one module (_module_origins)."""
+    left = _module_origins(fn, a)
+    return bool(left) and left == _module_origins(fn, b)
 
 
 def _unwrapped(program: Program, name: ast.Name, fn: Function, depth: int = 3) -> bool:
@@ -2234,6 +2285,17 @@ def _parameter_reaches(fn: Function, name: ast.Name) -> bool:
         return False
     reached = reaching.reaching_values(fn.node, name.id, name, params=True)
     return reached is not None and any(isinstance(value, ast.arg) for value in reached)
+
+
+def _one_ray_worker(program: Program) -> bool:
+    """Every Ray Train run the source configures has one worker (`ScalingConfig(num_workers=1)`,
+    a tuning sweep's trials, each a single process): no other worker waits in report()."""
+    found = program.__dict__.get("_one_ray_worker")
+    if found is None:
+        configs = [c for f in program.functions for c in f.own_calls if last_name(c.func) == "ScalingConfig"]
+        found = program.__dict__["_one_ray_worker"] = bool(configs) and all(
+            is_const(keyword(c, "num_workers"), 1) for c in configs)
+    return found
 
 
 def ddp_model(program: Program, call: ast.Call, fn: Function) -> Optional[tuple[ast.Call, Function]]:

@@ -580,3 +580,133 @@ def test_twin_a_loss_that_reads_the_wrappers_own_forward_is_not_round_it(tmp_pat
     assert mixed != STAGES
     found = _codes(lint_tree(tmp_path, {"train.py": mixed}), "DDP810")
     assert [f.location.line for f in found] == [_line(mixed, "                total.backward()")]
+
+
+# -------------------------------------------------- the wrapper's forward run first, its loss read back
+# The step runs `ddp.forward(x)` as a statement, then asks the module for the loss it kept: the
+# backward follows a DDP forward. (Running the module's own forward there is the bypass.)
+KEPT_LOSS = """import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+
+class Flow(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = torch.nn.Linear(4, 4)
+        self.kept = None
+
+    def forward(self, x):
+        self.kept = self.net(x)
+        return self.kept
+
+    def get_loss(self):
+        return self.kept.pow(2).mean()
+
+
+def main():
+    dist.init_process_group("gloo")
+    model = Flow()
+    ddp = DistributedDataParallel(model)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(3):
+        ddp.forward(torch.randn(8, 4))
+        loss = model.get_loss()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_loss_read_back_after_the_wrappers_forward_is_not_round_it(tmp_path):
+    assert _codes(lint_tree(tmp_path, {"train.py": KEPT_LOSS}), "DDP810") == []
+
+
+def test_twin_the_modules_own_forward_first_is_round_it(tmp_path):
+    plain = KEPT_LOSS.replace("        ddp.forward(torch.randn(8, 4))", "        model.forward(torch.randn(8, 4))")
+    assert plain != KEPT_LOSS
+    found = _codes(lint_tree(tmp_path, {"train.py": plain}), "DDP810")
+    assert [f.location.line for f in found] == [_line(plain, "loss.backward()")]
+
+
+# -------------------------------------------------- Ray Train with one worker
+# report() synchronises Ray Train's workers; where every run the source configures has one
+# worker, rank 0's report waits for no one.
+RAY_ONE = """import torch
+import torch.distributed as dist
+from ray import train
+from ray.train import ScalingConfig
+from ray.train.torch import TorchTrainer
+
+
+def loop(config):
+    model = torch.nn.Linear(2, 2)
+    for epoch in range(3):
+        loss = model(torch.randn(4, 2)).sum()
+        loss.backward()
+        if dist.get_rank() == 0:
+            train.report({"loss": loss.item()})
+
+
+if __name__ == "__main__":
+    TorchTrainer(loop, scaling_config=ScalingConfig(num_workers=1)).fit()
+"""
+
+
+def test_a_report_on_rank_0_of_one_ray_worker_is_not_reported(tmp_path):
+    assert _codes(lint_tree(tmp_path, {"train.py": RAY_ONE}), "DDP801") == []
+
+
+def test_twin_a_report_on_rank_0_of_four_workers_is_an_error(tmp_path):
+    four = RAY_ONE.replace("num_workers=1", "num_workers=4")
+    found = _codes(lint_tree(tmp_path, {"train.py": four}), "DDP801")
+    assert [(f.severity.name, f.location.line) for f in found] == [("ERROR", _line(four, "train.report("))]
+
+
+# -------------------------------------------------- the plain module under another name
+# The wrapper is built round `compiled` (the model, or torch.compile of it); the step calls
+# `raw_model`, a copy of the model's name: the module's own forward.
+RAW_COPY = """import argparse
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def main(args):
+    dist.init_process_group("gloo")
+    model = torch.nn.Linear(8, 8)
+    compiled = model
+    if args.compile:
+        compiled = torch.compile(model)
+    wrapped = DDP(compiled)
+    raw_model = model
+    opt = torch.optim.AdamW(wrapped.parameters(), lr=1e-3)
+    for step in range(10):
+        loss = raw_model(torch.randn(4, 8)).pow(2).mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--compile", action="store_true")
+    main(parser.parse_args())
+"""
+
+
+def test_a_forward_of_the_wrapped_modules_other_name_is_round_the_wrapper(tmp_path):
+    found = _codes(lint_tree(tmp_path, {"train.py": RAW_COPY}), "DDP810")
+    assert [(f.severity.name, f.location.line) for f in found] == [("ERROR", _line(RAW_COPY, "loss.backward()"))]
+
+
+def test_twin_a_forward_of_a_model_never_wrapped_is_not(tmp_path):
+    # (raw_model is another module: nothing wraps it)
+    other = RAW_COPY.replace("    raw_model = model\n", "    raw_model = torch.nn.Linear(8, 8)\n")
+    assert other != RAW_COPY
+    assert _codes(lint_tree(tmp_path, {"train.py": other}), "DDP810") == []
