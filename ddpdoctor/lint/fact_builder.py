@@ -188,7 +188,7 @@ class BuilderCore:
         index = positional.index(node.func.id) - offset if node.func.id in positional else -1
         if value is None and 0 <= index < len(call.args):
             value = call.args[index]
-        if value is not None and _self_field_of(value) and caller is not None and \
+        if value is not None and _on_self(value) and caller is not None and \
                 _rebound_to_module(caller, call, value.attr):
             return True  # `self.model = self.model.module` before `anomaly.run(model=self.model)`
         if value is not None and isinstance(value, ast.Name) and caller is not None:
@@ -477,8 +477,7 @@ class BuilderCore:
             return False
         own = tuple(c for c, _ in conds)  # (its own tests hold on every way, known or not)
         mine = _ways(self.callers(), fn, own, 3) or [frozenset(own)]
-        return all(any(_exclusive(c, d) for c in way for d in setup)
-                                  for way in mine for setup in setups)
+        return _ruled_apart(mine, setups)
 
     def apart_from_siblings(self, fn: Function) -> bool:
         """fn is a method that no instance joining a process group runs: the group is set up only
@@ -522,7 +521,7 @@ class BuilderCore:
                     mine = [way for g in namers for way in (_ways(callers, g, (), 5) or [frozenset()])] or [frozenset()]
                 conds = tuple(c for c, _ in f.__dict__.get("_call_conds", {}).get(id(call), ()))
                 theirs = _ways(callers, f, conds, 5) or [frozenset(conds)]
-                if not all(any(_exclusive(c, d) for c in way for d in setup) for way in mine for setup in theirs):
+                if not _ruled_apart(mine, theirs):
                     return False
         return sibling
 
@@ -1279,6 +1278,11 @@ def _ways(callers: dict, fn: Function, conds: tuple, depth: int) -> Optional[lis
     return ways
 
 
+def _ruled_apart(mine: list, setups: list) -> bool:
+    """Each of the ways (sets of tests) in `mine` takes a test that each set-up's way rules out."""
+    return all(any(_exclusive(c, d) for c in way for d in setup) for way in mine for setup in setups)
+
+
 def _exclusive(a: str, b: str) -> bool:
     """Two tests that never hold together: one the other's `not`, or one option held to values
     that never meet (`mode == 'single'` beside `args.mode == 'multi'`, pggan; `mode in ['CPU',
@@ -1412,18 +1416,14 @@ def ruled_out(fn: Function, node: Optional[ast.AST], way_in: ast.AST, guards: tu
     return False
 
 
-def _self_field_of(node: ast.AST) -> bool:
-    return node.__class__ is ast.Attribute and node.value.__class__ is ast.Name and node.value.id == "self"
-
-
 def _field_unwrapped_on_entry(fn: Function, call: ast.Call, event, caller: Function) -> bool:
     """A DDP forward on the object's own field (`self.model(x)` in `_test_loop`) entered through
     a call on the same object (`self._test_loop(loader)`) that the caller makes after rebinding
     the field to the plain module (`if isinstance(self.model, DDP): self.model = self.model.module`,
     rank 0's evaluation after training): the module's forward, no collective."""
     node = event.node
-    return event.op.startswith(DDP_FORWARD) and node.__class__ is ast.Call and _self_field_of(node.func) \
-        and fn.cls is not None and fn.cls is caller.cls and _self_field_of(call.func) \
+    return event.op.startswith(DDP_FORWARD) and node.__class__ is ast.Call and _on_self(node.func) \
+        and fn.cls is not None and fn.cls is caller.cls and _on_self(call.func) \
         and _rebound_to_module(caller, call, node.func.attr)
 
 
@@ -1433,9 +1433,9 @@ def _rebound_to_module(caller: Function, call: ast.Call, field: str) -> bool:
     def unwraps(stmt: ast.stmt) -> bool:
         if stmt.__class__ is ast.If and not stmt.orelse:
             return bool(stmt.body) and all(unwraps(s) for s in stmt.body)
-        return stmt.__class__ is ast.Assign and len(stmt.targets) == 1 and _self_field_of(stmt.targets[0]) \
+        return stmt.__class__ is ast.Assign and len(stmt.targets) == 1 and _on_self(stmt.targets[0]) \
             and stmt.targets[0].attr == field and (inner := unwrapped_from(stmt.value)) is not None \
-            and _self_field_of(inner) and inner.attr == field
+            and _on_self(inner) and inner.attr == field
 
     return any(unwraps(s) for block, index in blocks_around(getattr(caller.node, "body", []), call)
                for s in block[:index])

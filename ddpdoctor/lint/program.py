@@ -1530,8 +1530,12 @@ class Program:
     def sole_record_with(self, attr: str) -> Optional[Klass]:
         """The one local record class (dataclass, NamedTuple) with a field of that name, or None
         where none or several have one."""
-        found = [c for m in self.modules for c in m.classes.values() if attr in _record_field_names(c.node)]
-        return found[0] if len(found) == 1 else None
+        memo = self.__dict__.setdefault("_sole_records", {})
+        key = (attr, len(self.modules))  # (a module read later may hold another)
+        if key not in memo:
+            found = [c for m in self.modules for c in m.classes.values() if attr in _record_field_names(c.node)]
+            memo[key] = found[0] if len(found) == 1 else None
+        return memo[key]
 
     def _record_fields(self, klass: Klass, attr: str) -> list[tuple[ast.AST, Function]]:
         """A dataclass / NamedTuple field has no `self.x = ...`: what each construction of the

@@ -933,7 +933,8 @@ def _dynamic_imports(source: SourceFile, roots: list[Path]) -> list[tuple[str, a
     by_name = [call for call in source.of(ast.Call) if call.args and isinstance(call.args[0], ast.Name)
                and (call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")) in IMPORTERS]
     for fn in source.of(ast.FunctionDef) if by_name else ():  # a name the function binds once, then loads
-        bound = _bound_once(fn)
+        plain = _plain_bindings(fn)
+        bound = _bound_once(plain)
         bound.update(_given_literally(source, fn, bound))
         if bound:
             found += [(name, call) for call in walk(fn) if isinstance(call, ast.Call) and call.args
@@ -941,7 +942,7 @@ def _dynamic_imports(source: SourceFile, roots: list[Path]) -> list[tuple[str, a
                       for name in dynamic_names(call, roots, bound)]
         # (a name bound to a module's spelled name on each side of an if/elif: FedDrive's
         # `main_module = 'fed_setting.main'` / `'centr_setting.main'`, then import_module(main_module))
-        spelled = _bound_to_constants(fn)
+        spelled = _bound_to_constants(plain)
         found += [(name, call) for call in walk(fn) if isinstance(call, ast.Call) and call.args
                   and isinstance(call.args[0], ast.Name) and call.args[0].id in spelled
                   for value in spelled[call.args[0].id]
@@ -949,16 +950,9 @@ def _dynamic_imports(source: SourceFile, roots: list[Path]) -> list[tuple[str, a
     return found
 
 
-def _bound_to_constants(fn: ast.AST) -> dict:
-    """The names a function assigns several times, each time a spelled string, to those strings."""
-    stores: dict = {}
-    values: dict = {}
-    for node in walk(fn):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            stores[node.id] = stores.get(node.id, 0) + 1
-        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            values.setdefault(node.targets[0].id, []).append(node.value)
-    return {name: given for name, given in values.items() if len(given) > 1 and len(given) == stores.get(name)
+def _bound_to_constants(plain: dict) -> dict:
+    """Of _plain_bindings, the names bound several times, each time to a spelled string."""
+    return {name: given for name, given in plain.items() if len(given) > 1
             and all(isinstance(v, ast.Constant) and isinstance(v.value, str) for v in given)}
 
 
@@ -1125,15 +1119,22 @@ def _beside_instantiates(script: SourceFile) -> bool:
     return False
 
 
-def _bound_once(fn: ast.AST) -> dict:
-    """The names a function assigns exactly once, by a plain `name = value`, to their value."""
-    counts: dict = {}
+def _plain_bindings(fn: ast.AST) -> dict:
+    """The names every binding of which in the function is a plain `name = value`, to those
+    values in order (a loop target, a tuple unpacking or an augmented assignment keeps a name out)."""
+    stores: dict = {}
+    values: dict = {}
     for node in walk(fn):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            counts[node.id] = counts.get(node.id, 0) + 1
-    return {node.targets[0].id: node.value for node in walk(fn) if isinstance(node, ast.Assign)
-            and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-            and counts.get(node.targets[0].id) == 1}
+            stores[node.id] = stores.get(node.id, 0) + 1
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            values.setdefault(node.targets[0].id, []).append(node.value)
+    return {name: given for name, given in values.items() if len(given) == stores.get(name)}
+
+
+def _bound_once(plain: dict) -> dict:
+    """Of _plain_bindings, the names bound exactly once, to their value."""
+    return {name: given[0] for name, given in plain.items() if len(given) == 1}
 
 
 def _path_setters(script: SourceFile, roots: list[Path], texts: Optional[dict[Path, str]]) -> list[Path]:
