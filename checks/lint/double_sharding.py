@@ -157,7 +157,7 @@ def double_sharding(facts: LintFacts) -> list[Problem] | Skipped:
     trains = {str(loader.location) for loader in facts.loaders if loader.trains}
     drawn: dict[str, list] = {}
     for sampler in facts.samplers:
-        if not sampler.sharded_by_rank and getattr(sampler, "drawn_apart", ""):
+        if not sampler.sharded_by_rank and getattr(sampler, "drawn_apart", "") and not getattr(sampler, "unread", False):
             drawn.setdefault(sampler.drawn_apart, []).append(sampler)
     told = {id(sorted(group, key=lambda s: str(s.loader) not in trains)[0]) for group in drawn.values()}
     for sampler in facts.samplers:

@@ -312,7 +312,10 @@ class AccumulationFacts:
     def _config_one(self, value: ast.AST, fn: Function) -> bool:
         """A config read that every config beside the script sets to 1: `cfg["optim"]["accum"]`,
         `config.basic.accum_iter`, `train_cfg.get("grad_accum_steps", 1)` of `train_cfg =
-        cfg["training"]`, and `max(<such a read>, 1)`."""
+        cfg["training"]`, and `max(<such a read>, 1)` or `int(<such a read>)`."""
+        if value.__class__ is ast.Call and value.func.__class__ is ast.Name and value.func.id == "int" and \
+                len(value.args) == 1 and not value.keywords:
+            value = value.args[0]  # (`int(cfg.get("accumulate_grad_batches", 1))`: the same count)
         if value.__class__ is ast.Call and last_name(value.func) == "max" and value.args and not value.keywords:
             reads = [a for a in value.args if not (a.__class__ is ast.Constant and isinstance(a.value, int)
                                                    and not isinstance(a.value, bool) and a.value <= 1)]

@@ -824,3 +824,56 @@ def runs_once_at_launch(loop: ast.AST, program: Program) -> bool:
         return False
     start, stop = (0, bounds[0]) if len(bounds) == 1 else bounds
     return stop - start <= 1
+
+
+def ruled_out_by_arguments(reached: set) -> set:
+    """The reached functions every call of which sits under a test that the constant its caller
+    is always handed answers the other way: `init_dist('pytorch')` into `if launcher == 'pytorch':
+    ... elif launcher == 'slurm': _init_dist_slurm()` never runs the SLURM set-up (NeuFlow's
+    copy of mmcv's dispatcher). A function also handed on as a value (a `ref`), or called where
+    the caller's parameter has a value that is no constant, stays reached; what only ruled-out
+    functions call is ruled out too."""
+    callers: dict[int, list] = {}
+    for fn in reached:
+        for event in fn.events:
+            if event.kind in ("call", "ref"):
+                for target in event.targets:
+                    callers.setdefault(id(target), []).append((fn, event))
+    out: set = set()
+    changed = True
+    while changed:
+        changed = False
+        for fn in reached:
+            if fn in out or fn.parent is not None or id(fn) not in callers:
+                continue
+            if all(caller in out or (event.kind == "call" and _ruled_out(caller, event.node, callers))
+                   for caller, event in callers[id(fn)]):
+                out.add(fn)
+                changed = True
+    return out
+
+
+def _ruled_out(caller, call: ast.AST, callers: dict) -> bool:
+    """A test around the call (as the walker keeps it: `launcher == 'slurm'`, or `not launcher ==
+    'pytorch'` past an if's body) is false for every value the caller is handed for the
+    parameter it compares: all of them constants, one from each call into the caller (none left
+    at its default, spread or handed on as a value), the parameter never bound again."""
+    into = callers.get(id(caller), ())
+    if not into or any(event.kind != "call" for _, event in into):
+        return False
+    def leaf(part: ast.AST) -> Optional[bool]:
+        if part.__class__ is not ast.Compare or len(part.ops) != 1 or part.left.__class__ is not ast.Name:
+            return None
+        name = part.left.id
+        if name not in caller.params or caller.bindings.get(name):
+            return None
+        handed = caller.arguments.get(name, [])
+        if len(handed) != len(into) or not all(value.__class__ is ast.Constant for value, _ in handed):
+            return None
+        answers = {_compare_constant(value.value, part.ops[0], part.comparators[0]) for value, _ in handed}
+        return answers.pop() if len(answers) == 1 else None
+    for said, _flag in caller.__dict__.get("_call_conds", {}).get(id(call), ()):
+        test = parse_test(said)
+        if test is not None and three_valued(test, leaf) is False:
+            return True
+    return False

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ddpdoctor.core.findings import Location
-from ddpdoctor.lint import (batch_flags, bypass, config_files, data_keys, data_sized, dataset_seeds, multi_node,
-                            no_sync, process_seeds, rank_state, shard_metrics, signal_state, trainer_data,
-                            worker_seeds)
+from ddpdoctor.lint import (batch_flags, bypass, config_files, data_keys, data_sized, dataset_seeds, defaults,
+                            multi_node, no_sync, process_seeds, rank_state, shard_metrics, signal_state,
+                            trainer_data, worker_seeds)
 from ddpdoctor.lint.accumulation_facts import AccumulationFact, AccumulationFacts
 from ddpdoctor.lint.collective_facts import CollectiveFacts, GuardedCollective
 from ddpdoctor.lint.fact_builder import BuilderCore, loc
@@ -323,8 +323,12 @@ def build(program: Program, script: str) -> LintFacts:
         # (the functions of the package the script imports that it never runs; the script's own
         # file says what it is written for, reached or not)
         own = program.sources[0].display if program.sources else None
+        # (and those reached only where the constant a caller is always handed rules them out:
+        # `init_dist('pytorch')` never runs the dispatcher's SLURM set-up)
+        ruled_out = defaults.ruled_out_by_arguments(reached) if reached is not None else set()
         unreached = tuple((f.file.display, f.node.lineno, f.node.end_lineno) for f in program.functions
-                          if reached is not None and f not in reached and not isinstance(f.node, ast.Module)
+                          if reached is not None and (f not in reached or f in ruled_out)
+                          and not isinstance(f.node, ast.Module)
                           and f.node.lineno is not None and f.file.display != own)
         facts.nodes = multi_node.told_apart(program.files, program.sources[0] if program.sources else None,
                                             unreached)

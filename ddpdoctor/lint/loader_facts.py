@@ -2383,6 +2383,9 @@ class LoaderFacts:
                 if not rname and isinstance(receiver, ast.Subscript) and isinstance(receiver.slice, ast.Constant) \
                         and isinstance(receiver.slice.value, str):
                     rname = receiver.slice.value  # `loaders["train_sampler"].set_epoch(epoch)`
+                elif not rname and isinstance(receiver, ast.Subscript):
+                    # `self.train_samplers[i].set_epoch(epoch)`: an element of the list of samplers
+                    rname = last_name(receiver.value) or ""
                 # (`other_loader.sampler.set_epoch(e)` sets that loader's sampler, whatever its name)
                 elsewhere = _another_loaders(program, receiver, sfn, fed or loader_name, loader_at, by_line) \
                     or _handed_another_sampler(program, receiver, sfn, call, fn)
@@ -2545,7 +2548,8 @@ class LoaderFacts:
                 epoch_set_by=self._prepared_loader(loader_at, by_line) or self._ignite_sets_epoch(names)
                 or self._fabric_sets_epoch(loader_at, by_line),
                 run_by=next((self._engine_runs()[n] for n in sorted(names) if n in self._engine_runs()), None),
-                unread=loader_at is None and _never_read(fn, name), set_epoch_off=None if matched else off,
+                unread=(loader_at is None and _never_read(fn, name)) or _fed_loader_unread(fn, loader_at, fed),
+                set_epoch_off=None if matched else off,
                 set_epoch_stale=None if matched else stale))
         return found
 
@@ -3436,21 +3440,30 @@ def _held(program, iterated: ast.AST, fn: Function, aliases: bool = True) -> lis
                 continue
             if reached is not None and scope is fn and not any(value is r for r in reached):
                 continue
-            if isinstance(value, ast.Call) and loader_call(program, value, scope):
-                continue  # `DataLoader(first.dataset, sampler=...)`: a loader of its own, not `first`
-            if isinstance(value, ast.Call):
-                found += [n for arg in value.args[:1] for n in walk(arg) if isinstance(n, (ast.Name, ast.Attribute))]
-                # (a local class iterating several loaders it keeps: `MixedDataLoader(a, b)` whose
-                # __iter__ runs `iter(self.loader1)` and `iter(self.loader2)`: each of them)
-                found += [arg for arg in _iterated_by_class(program, value, scope) if arg not in value.args[:1]]
-                # (`loader = self.data_loader["train"]; process = tqdm(loader)`: the entry it reads)
-                found += [v for arg in value.args[:1] if isinstance(arg, ast.Name)
-                          for v, _ in program.values_of(arg, fn, 1) if isinstance(v, ast.Subscript) and _key_of(v)]
-            elif aliases and isinstance(value, (ast.Name, ast.Attribute)):
-                found.append(value)
-            elif aliases and isinstance(value, ast.Subscript) and _key_of(value):
-                found.append(value)
+            # (`iterator = tqdm(train_loader) if rank == 0 else train_loader`: either side; the
+            # plain side is the loader itself, an alias or not)
+            sides = (value.body, value.orelse) if value.__class__ is ast.IfExp else (value,)
+            for side in sides:
+                found += _held_by(program, side, scope, fn, aliases or len(sides) > 1)
     return found
+
+
+def _held_by(program, value: ast.AST, scope: Function, fn: Function, aliases: bool) -> list[ast.AST]:
+    """The loader names one value bound to an iterated name holds (see _held)."""
+    if isinstance(value, ast.Call) and loader_call(program, value, scope):
+        return []  # `DataLoader(first.dataset, sampler=...)`: a loader of its own, not `first`
+    if isinstance(value, ast.Call):
+        found = [n for arg in value.args[:1] for n in walk(arg) if isinstance(n, (ast.Name, ast.Attribute))]
+        # (a local class iterating several loaders it keeps: `MixedDataLoader(a, b)` whose
+        # __iter__ runs `iter(self.loader1)` and `iter(self.loader2)`: each of them)
+        found += [arg for arg in _iterated_by_class(program, value, scope) if arg not in value.args[:1]]
+        # (`loader = self.data_loader["train"]; process = tqdm(loader)`: the entry it reads)
+        found += [v for arg in value.args[:1] if isinstance(arg, ast.Name)
+                  for v, _ in program.values_of(arg, fn, 1) if isinstance(v, ast.Subscript) and _key_of(v)]
+        return found
+    if aliases and (isinstance(value, (ast.Name, ast.Attribute)) or (isinstance(value, ast.Subscript) and _key_of(value))):
+        return [value]
+    return []
 
 
 def _input_gradients(fn: Function) -> bool:
@@ -4036,7 +4049,20 @@ def _never_read(fn: Function, name: str) -> bool:
     a loader, returned or kept."""
     if not name or not name.isidentifier() or isinstance(fn.node, ast.Module) and name in fn.module.imports:
         return False
+    if not fn.bindings.get(name):
+        return False  # (`self.train_sampler = DistributedSampler(ds)`: a field, read through the object)
     return not any(n.__class__ is ast.Name and n.id == name and n.ctx.__class__ is ast.Load for n in walk(fn.node))
+
+
+def _fed_loader_unread(fn: Function, loader_at: Optional[Location], fed: str) -> bool:
+    """The loader the sampler feeds is bound, in this same function, to a plain name nothing
+    reads again (SiamFC's fork: `dataloader = DataLoader(dataset, sampler=sampler)` in the
+    script, while the tracker's train() builds and iterates a loader of its own): it is never
+    iterated, so its sampler orders nothing."""
+    node = fn.node
+    return loader_at is not None and bool(fed) and not isinstance(node, ast.Module) and \
+        loader_at.file == fn.file.display and node.lineno <= loader_at.line <= (node.end_lineno or 0) and \
+        _never_read(fn, fed)
 
 
 def _off_the_training_side(fn: Function, call: ast.Call) -> bool:

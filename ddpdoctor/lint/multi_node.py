@@ -12,6 +12,7 @@ from typing import Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint.config_files import multi_node_launch
+from ddpdoctor.lint.patterns import OPTIONS_HOLDER
 from ddpdoctor.lint.ranks import PER_NODE
 
 # Names that hold a node's index or the number of nodes wherever they appear...
@@ -27,9 +28,6 @@ NODE_NAME = re.compile(
 SHARED_NAME = re.compile(r"^(?:num_?nodes|n_?nodes|nb_?nodes|nodes_?num|node_?num|node_?id|node_?idx|node_?index|nodes|"
                          r"number_?of_?nodes)$",  # (DGL's and networkx's `g.number_of_nodes()` too)
                          re.IGNORECASE)
-# what holds the run's options
-_OPTIONS = re.compile(r"^(?:args|opts?|cfg|config|conf|hparams|hp|params|flags|FLAGS|hyp|train_config|"
-                      r"dist_config|distributed|launch_config)$")
 # what a count of processes per node is spelt with (ranks.PER_NODE's words, lower case)
 _PER_NODE_HINTS = ("per_node", "gpus", "device_count", "nproc", "local_size", "local_world_size")
 _MULTI_NODE_FILE = re.compile(r"multi[_-]?node", re.IGNORECASE)
@@ -199,5 +197,5 @@ def _names_a_node(node: ast.AST) -> bool:
             return True
         owner = node.value  # `args.num_nodes`, `self.args.num_nodes`
         held = owner.id if owner.__class__ is ast.Name else owner.attr if owner.__class__ is ast.Attribute else ""
-        return bool(SHARED_NAME.match(node.attr)) and bool(_OPTIONS.match(held))
+        return bool(SHARED_NAME.match(node.attr)) and bool(OPTIONS_HOLDER.match(held))
     return False

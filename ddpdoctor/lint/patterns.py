@@ -280,6 +280,9 @@ BUFFERED_TRANSFORMERS = ("bert", "electra", "longformer", "bartforconditionalgen
 # Checkpoint families whose models register buffers: BERT's embeddings (above) and the rotary
 # embeddings' `inv_freq` (Llama, Mistral, Qwen, Gemma, Phi, GPT-NeoX...), as a model's name or
 # path says it (`from_pretrained("meta-llama/Meta-Llama-3-8B")`, `--model_name` defaulting to one).
+# the names that hold the run's options (parsed arguments, a config): read the same on every rank
+OPTIONS_HOLDER = re.compile(r"^(?:args|opts?|cfg|config|conf|hparams|hp|params|flags|FLAGS|hyp|train_config|"
+                            r"dist_config|distributed|launch_config)$")
 BUFFERED_CHECKPOINTS = re.compile(r"bert|electra|longformer|gpt2|llama|mistral|mixtral|qwen|gemma|phi-?\d|"
                                   r"gpt-?neox|pythia|falcon|deepseek|internlm|baichuan|yi-", re.IGNORECASE)
 

@@ -955,6 +955,10 @@ def _dead_lines(program, method) -> set[int]:
         side = stmt.orelse if truth is True else stmt.body if truth is False else None
         if side:
             skip |= set(range(side[0].lineno, side[-1].end_lineno + 1))
+            if not any(n.__class__ is ast.Call for n in walk(stmt.test)) and \
+                    stmt.body[0].lineno > (stmt.test.end_lineno or stmt.test.lineno):
+                # (and the settled test itself, a flag read: `if self.random:` draws nothing)
+                skip |= set(range(stmt.test.lineno, (stmt.test.end_lineno or stmt.test.lineno) + 1))
     # `if frame_order == 0: return clip` at the top of the body, frame_order 0 on every way in:
     # nothing below it runs
     body = getattr(method.node, "body", [])
@@ -1015,6 +1019,12 @@ def _truth_held(program, test: ast.AST, fn) -> Optional[bool]:
             read = ast.Attribute(value=ast.Name(id="args", ctx=ast.Load()), attr=name.attr, ctx=ast.Load())
             truth = settled(read, program)
             return None if truth is None else truth != negated
+        if name.value.__class__ is ast.Name and name.value.id == "self":
+            # `if self.random: np.random.shuffle(...)` of `self.random = random`, a constructor's
+            # parameter every construction leaves at its False default (dyMEAN's E2EDataset)
+            truths = _field_truths(program, name, fn)
+            if len(truths) == 1:
+                return truths.pop() != negated
         return settled(test, program)
     if name.__class__ is not ast.Name or name.id not in fn.params:
         return None
@@ -1023,6 +1033,26 @@ def _truth_held(program, test: ast.AST, fn) -> Optional[bool]:
     if len(truths) != 1:
         return None
     return truths.pop() != negated
+
+
+def _field_truths(program, field: ast.Attribute, fn) -> set:
+    """The truths `self.<field>` may hold where the constructor keeps a parameter in it: what
+    each construction hands that parameter, and its default where one leaves it out (a
+    training dataset at `is_training=True` beside `Dataset(..., is_training=False)` for the dev
+    set holds both); {None} where any value is no constant."""
+    held = []
+    for value, scope in program.values_of(field, fn, 1):
+        if value.__class__ is ast.Name and value.id in scope.params and not scope.bindings.get(value.id):
+            if scope.__dict__.get("_spread_calls"):
+                return {None}
+            held += [given for given, _ in scope.arguments.get(value.id, ())]
+            if scope.defaulted.get(value.id):
+                held.append(param_defaults(scope.node).get(value.id))
+        else:
+            held.append(value)
+    if not held or not all(isinstance(value, ast.Constant) for value in held):
+        return {None}
+    return {bool(value.value) for value in held}
 
 
 def _always_equal(program, test: ast.AST, fn) -> bool:

@@ -534,7 +534,8 @@ class Program:
         # the functions that run with no caller in the source: a console script's `main`, a
         # sacred `@ex.automain`
         self.entry_functions = ([entry] if entry is not None else []) + (
-            _decorated_entries(self.modules[0]) if self.modules else [])
+            _decorated_entries(self.modules[0]) if self.modules else []) + (
+            _imported_entries(self.modules[0]) if self.modules and entry is None else [])
         queue.extend(self.entry_functions)
         self._drain(queue, seen, live)
         if not any(_runs_backward(fn) for fn in seen):
@@ -3907,6 +3908,21 @@ def _console_entry(module: Module) -> Optional[Function]:
     `pkg.cli:main`); its `main` is what the command runs, so the lint starts there too."""
     main = module.functions.get("main")
     return None if main is None or top_level_runs(module.file.tree) else main
+
+
+def _imported_entries(module: Module) -> list[Function]:
+    """The functions of an entry file that runs nothing itself and has no `main`, which nothing
+    in the file names: what a launcher elsewhere imports and starts (vi-tacotron2's workers.py,
+    whose `train_worker(rank, world_size, hparams)` a notebook hands to mp.spawn). Only the
+    roots: a helper the file's own functions call is reached from them."""
+    tree = module.file.tree
+    if tree is None or top_level_runs(tree):
+        return []
+    named = {n.id for n in walk(tree) if n.__class__ is ast.Name and n.ctx.__class__ is ast.Load} | \
+        {n.attr for n in walk(tree) if n.__class__ is ast.Attribute}
+    # (not one a decorator registers - sacred's `@ex.main` waits for `ex.run_commandline()`)
+    return [fn for name, fn in module.functions.items() if fn.node is not None and name not in named
+            and not name.startswith("_") and not getattr(fn.node, "decorator_list", None)]
 
 
 # Decorators that run the function when its file runs as the script: sacred's `@ex.automain`

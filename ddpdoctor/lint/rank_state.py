@@ -23,17 +23,16 @@ from dataclasses import dataclass, replace
 from typing import Any, Iterator, Optional
 
 from ddpdoctor.core.findings import Location
-from ddpdoctor.core.torch_names import RECEIVING
 from ddpdoctor.lint import no_sync, reaching
 from ddpdoctor.lint.defaults import declared_off, settled as defaults_settled
 from ddpdoctor.lint.fact_builder import _single_process, compared, never_true, pinned_constants
 from ddpdoctor.lint.nodes import blocks_around, children, key_presence as _key_presence, walk
-from ddpdoctor.lint.ranks import counts_every_pass
+from ddpdoctor.lint.ranks import counts_every_pass, received_names
 from ddpdoctor.lint.walker import (TERMINATORS, _negation_text, _never_returns, clean_exit, exits as _exits, is_main_block, rank_return_in_try,
                                    side_conds)
 from ddpdoctor.lint.patterns import (_self_field, DDP_BACKWARD, DDP_FORWARD, FSDP_FORWARD, SCALAR_DRAWS, RankTest, engine_subclass, grad_off, last_name,
                                      no_grad_forward, through_grad_off, dotted, is_const, keyword, loader_call,
-                                     loss_round_the_wrapper, text, _loss_of)
+                                     loss_round_the_wrapper, text, _loss_of, OPTIONS_HOLDER)
 
 Builder = Any  # ddpdoctor.lint.facts.FactBuilder (facts imports this module, not the reverse)
 Function = Any
@@ -572,6 +571,18 @@ def _setting(builder: Builder, value: Optional[ast.AST], fn: Function) -> bool:
         not builder.program.ranks.is_rank(value, fn)
 
 
+def _from_the_options(builder: Builder, fn: Function, item: _Stmt) -> bool:
+    """`scheduler, num_epochs = create_scheduler(args, optimizer)` once, outside any loop: an
+    answer worked out from the run's options (timm's schedule length from `args.epochs`), the
+    same on every rank; not a call handed the rank, nor one in a loop (each pass's own data)."""
+    stmt, value = item.node, getattr(item.node, "value", None)
+    if item.loops or not isinstance(stmt, ast.Assign) or value.__class__ is not ast.Call:
+        return False
+    handed = [*value.args, *(k.value for k in value.keywords)]
+    return any(a.__class__ is ast.Name and OPTIONS_HOLDER.match(a.id) for a in handed) and \
+        not any(builder.program.ranks.is_rank(a, fn) for a in handed)
+
+
 def _targets(stmt: ast.stmt) -> list[str]:
     """The plain names a statement assigns."""
     return [n.id for n in _assigned(stmt) if isinstance(n, ast.Name)]
@@ -896,7 +907,8 @@ def _rank_state(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
         # every rank's own assignments are initial constants or settings (`cfg.TRAIN.BEGIN_EPOCH`);
         # the updates happen under a rank test
         if ranked and all(_constant(getattr(i.node, "value", None)) or _field_constant(builder, fn, i, name) or
-                          _setting(builder, _value_of(i.node, name), fn) or _resumed(fn, i, name) for i in others):
+                          _setting(builder, _value_of(i.node, name), fn) or _resumed(fn, i, name)
+                          or _from_the_options(builder, fn, i) for i in others):
             local[name] = ranked[0]
             ranked_of[name] = ranked
         # or every rank starts it outside any loop and only steps it (`epoch += 1`), while a
@@ -929,6 +941,8 @@ def _rank_state(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
             continue
         name = read[0]
         setter = local[name]
+        if _read_beside_its_rank_test(builder, fn, decided, ranked_of[name]):
+            continue  # `if rank == 0 and val_set is not None:`: read only where it was set (DDP801's branch)
         rereads = isinstance(stmt, ast.While) and any(n is setter.node for n in walk(stmt))
         if setter.node.lineno > stmt.lineno and not item.loops and not rereads:
             continue  # set after the read, and no loop brings it back
@@ -968,6 +982,19 @@ def _rank_state(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
                                f"`{gate}` holds (a setting the test reads `{name}` beside)" if gate else ""))
         found[-1].stepped = name in ahead
     return found
+
+
+def _read_beside_its_rank_test(builder: Builder, fn: Function, decided: ast.AST, ranked: list) -> bool:
+    """The test joins, with `and`, the very rank test every rank-only assignment sits under
+    (`val_set` set under `rank == 0`, read as `rank == 0 and val_set is not None`): the value is
+    read only on the ranks that set it, and the other ranks' side is the rank test's own - a
+    rank branch, told as one, not a disagreement on the value."""
+    if not (isinstance(decided, ast.BoolOp) and isinstance(decided.op, ast.And)):
+        return False
+    tests = [builder.program.ranks.guard(part, fn) for part in decided.values]
+    held = {(t.key, t.polarity, t.scope) for t in tests if t is not None}
+    return bool(held) and all(item.guards and (item.guards[-1].key, item.guards[-1].polarity,
+                                               item.guards[-1].scope) in held for item in ranked)
 
 
 # builtins that read a value and share nothing
@@ -1045,12 +1072,7 @@ def _received_side(program, fn: Function, ranked: list, name: str) -> bool:
     """A side of the rank test takes the value from another rank (`if is_first: n = len(batch)`
     / `else: dist.recv(count, src=rank - 1); n = int(count.item())`, a pipeline stage's
     micro-batch count): the test decides where the value comes from, not that it differs."""
-    received = fn.__dict__.get("_received_names")
-    if received is None:
-        received = fn.__dict__["_received_names"] = frozenset(
-            n.id for call in fn.own_calls if last_name(call.func) in RECEIVING and call.args
-            and (program.qualify(call.func, fn) or "").startswith("torch.distributed")
-            for n in walk(call.args[0]) if n.__class__ is ast.Name)
+    received = received_names(program, fn)
     return bool(received) and any(value_inputs(value) & received for item in ranked
                                   for value in [_value_of(item.node, name)] if value is not None)
 

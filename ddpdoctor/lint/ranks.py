@@ -22,6 +22,7 @@ import re
 from dataclasses import replace
 from typing import Any, Optional
 
+from ddpdoctor.core.torch_names import RECEIVING
 from ddpdoctor.lint import reaching
 from ddpdoctor.lint.defaults import DIST_SWITCH as _DIST_SWITCH, config_settles, default_truth
 from ddpdoctor.lint.nodes import param_defaults, walk
@@ -391,7 +392,7 @@ class RankFlow:
                 (node.value.__class__ is ast.Name and node.value.id != "self" or _on_self(node.value)):
             return False  # `opts.rank` no launch hands and no code that runs sets (an init_process_group(rank=opts.rank) in a helper nothing calls included): its default everywhere
         if node.__class__ in (ast.Subscript, ast.Attribute) and self.init_rank_texts and \
-                self._init_rank_text(node):
+                self._init_rank_text(node, fn):
             return True  # the expression init_process_group is handed as its rank
         if node.__class__ is ast.Name and (id(fn), node.id) in self.init_rank_names:
             return True
@@ -1136,14 +1137,23 @@ class RankFlow:
         held = self.program.attribute_constants(node.attr)
         return held is not None and len(held) == 1 and type(next(iter(held))) is int and 1 in held
 
-    def _init_rank_text(self, node: ast.AST) -> bool:
+    def _init_rank_text(self, node: ast.AST, fn: Optional[Function] = None) -> bool:
         """The expression is what init_process_group was handed as `rank=`, as written there or
         through an object that keeps the same options (`self.opts.local_rank` where the set-up
-        read `opts.local_rank` and the trainer stores `self.opts = opts`)."""
+        read `opts.local_rank` and the trainer stores `self.opts = opts`), or the other way
+        round: `device.index` in the method that keeps its parameter as `self.device = device`,
+        where `self.device.index` was handed as rank= (CamLiFlow's trainer, whose spawn index is
+        the CUDA device's and the rank's)."""
         said = text(node)
         if said in self.init_rank_texts:
             return True
-        return said.startswith("self.") and said.count(".") >= 2 and said[5:] in self.init_rank_texts
+        if said.startswith("self.") and said.count(".") >= 2 and said[5:] in self.init_rank_texts:
+            return True
+        head = said.split(".", 1)[0]
+        return fn is not None and head != said and f"self.{said}" in self.init_rank_texts and \
+            head in fn.params and not fn.bindings.get(head) and any(
+                n.value.__class__ is ast.Name and n.value.id == head and text(t) == f"self.{head}"
+                for n in fn.own_of(ast.Assign) for t in n.targets)
 
     def _init_rank_field(self, node: ast.AST, fn: Function) -> bool:
         """`engine.local_rank` where engine is an instance of a local class whose method hands
@@ -1169,7 +1179,7 @@ class RankFlow:
         """"node" for a rank within the node: local_rank, LOCAL_RANK, `rank % gpus_per_node`."""
         node = self._item(node) or node
         if (depth == 3 and node.__class__ is ast.Name and (id(fn), node.id) in self.init_rank_names) or \
-                (node.__class__ in (ast.Attribute, ast.Subscript, ast.Call) and self._init_rank_text(node)):
+                (node.__class__ in (ast.Attribute, ast.Subscript, ast.Call) and self._init_rank_text(node, fn)):
             # what init_process_group is handed as `rank=`: the job's rank, whatever it is called -
             # an attribute (`args.global_rank`, one object's field) wherever it is read; a plain
             # name only as the test's own (DPR's local `local_rank`, copied into cfg.local_rank,
@@ -1488,6 +1498,8 @@ class RankFlow:
         values = self._values(node, fn)
         if not values:
             return None
+        if _received_later(self.program, values):
+            return None
         for value, scope in values:  # passed on: `train_one_epoch(saver=saver)`
             if isinstance(value, ast.Name) and value is not node and scope is not fn and depth > 0:
                 found = self._one_rank_object(value, scope, depth - 1)
@@ -1501,6 +1513,10 @@ class RankFlow:
                         found = self._one_rank_object(given, caller, depth - 1)
                         if found is not None:
                             return found
+        found = self._answered_on_one_rank(values, depth)
+        if found is not None:
+            return RankTest(f"{dotted(node) or text(node)} is not None", found.key, found.polarity,
+                            found.assumption, found.scope)
         for value, scope in values:
             if isinstance(value, ast.IfExp) and (is_const(value.orelse, None) or is_const(value.body, None)):
                 found = self.guard(value.test, scope)
@@ -1551,6 +1567,22 @@ class RankFlow:
             found = tests[0]
             return RankTest(f"{name} is not None", found.key, found.polarity, found.assumption, found.scope)
         return None
+
+    def _answered_on_one_rank(self, values: list, depth: int) -> Optional[RankTest]:
+        """Every value is the answer of a local function that hands back something only under
+        one rank test and None elsewhere (IEBins' `online_eval`, whose measures come back where
+        `gpu == 0`): `measures is not None` is that rank test. (A helper answering `rank == 0`
+        itself is never None: only the functions _returns_under_rank reads.)"""
+        tests = []
+        for value, scope in values:
+            if is_const(value, None):
+                continue
+            targets = self.program.resolve(value.func, scope)[0] if value.__class__ is ast.Call and depth > 0 else ()
+            tests += [self._returns_under_rank(t, depth - 1) if self.program.is_function(t) and t.node is not None
+                      and not isinstance(t.node, ast.Module) else None for t in targets] or [None]
+        if not tests or None in tests or len({(t.key, t.polarity) for t in tests}) != 1:
+            return None
+        return tests[0]
 
     def _keyed(self, test: ast.Subscript, fn: Function, depth: int) -> Optional[RankTest]:
         """`env["is_main"]` where `env = setup()` and setup returns `{"is_main": rank == 0, ...}`:
@@ -2237,3 +2269,31 @@ def _default_side(test: ast.IfExp, fn: Any) -> Optional[ast.AST]:
 def _negated_switch(node: ast.AST) -> bool:
     """`args.no_ddp`, `disable_dist`: a distributed switch named for its negation."""
     return isinstance(node, (ast.Name, ast.Attribute)) and bool(NEGATED_SWITCH.match(last_name(node) or ""))
+
+
+def received_names(program, fn: Function) -> frozenset:
+    """The names a function hands a receiving collective (`dist.broadcast_object_list(objs,
+    src=0)`, `dist.recv(count, ...)`): what they hold afterwards came from another rank.
+    Memoised on the function."""
+    received = fn.__dict__.get("_received_names")
+    if received is None:
+        received = fn.__dict__["_received_names"] = frozenset(
+            n.id for call in fn.own_calls if last_name(call.func) in RECEIVING and call.args
+            and (program.qualify(call.func, fn) or "").startswith("torch.distributed")
+            for n in walk(call.args[0]) if n.__class__ is ast.Name)
+    return received
+
+
+def _received_later(program, values: list) -> bool:
+    """One binding takes the value back from a broadcast after another made it on one rank
+    (`latest = find_last() if is_main() else None`, then `objs = [latest];
+    dist.broadcast_object_list(objs, src=0); latest = objs[0]`): every rank holds rank 0's
+    object from there on, so a test on it is no rank test."""
+    for value, scope in values:
+        received = received_names(program, scope)
+        if received and value.__class__ is ast.Subscript and value.value.__class__ is ast.Name \
+                and value.value.id in received and any(
+                    s is scope and getattr(v, "lineno", 0) < value.lineno for v, s in values if v is not value):
+            return True
+    return False
+

@@ -125,8 +125,12 @@ def test_a_flag_set_on_rank_0_and_read_on_every_rank_is_reported(tmp_path):
 def test_a_part_bound_only_to_false_settles_the_branch_and_a_rank_test_does_not(tmp_path):
     # `CHECK = False` never changed: no rank takes the branch, whatever `done` holds
     assert _decisions(tmp_path, "False", "CHECK and not done") == []
-    # twin: a rank test beside the flag settles nothing (rank 0's own flag decides for it)
-    assert _decisions(tmp_path / "r", "args.check", "CHECK and not done and rank == 0")
+    # twin: a rank test beside the flag settles nothing (rank 0's own flag decides for it); the
+    # flag is read only where it was set, so the branch is told once, as the rank branch it is
+    # (DDP801), not again as a disagreement on the flag (session 86)
+    found = lint_tree(tmp_path / "r", {"train.py": FLAG.replace("{CHECK}", "args.check")
+                                       .replace("{TEST}", "CHECK and not done and rank == 0")})
+    assert [f.code for f in found if f.code in ("DDP801", "DDP809")] == ["DDP801"]
 
 
 def test_a_constant_read_inside_a_with_block_is_still_a_constant(tmp_path):
