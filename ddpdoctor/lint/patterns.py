@@ -226,6 +226,23 @@ def _spread_values(program: Program, value: ast.AST, fn: Function) -> list:
     return found
 
 
+def spread_keyword(program: Program, call: ast.Call, fn: Function, key: str) -> tuple:
+    """(value, the function it is read in) of `key` in a `**` spread of the call: `Trainer(model,
+    **data_module)` of `data_module = make_data_module(...)`, a helper returning `dict(train_dataset=
+    ds, ...)` - the value in that helper's scope; (None, None) where no spread gives it, or two
+    give it differently."""
+    found = []
+    for kw in call.keywords:
+        if kw.arg is not None:
+            continue
+        for held, scope in _spread_values(program, kw.value, fn):
+            literal = _dict_call_literal(held)
+            if isinstance(literal, ast.Dict):
+                found += [(value, scope) for k, value in zip(literal.keys, literal.values)
+                          if isinstance(k, ast.Constant) and k.value == key]
+    return found[0] if len(found) == 1 else (None, None)
+
+
 def own_keyword(program: Program, call: ast.Call, fn: Function, key: str) -> Optional[ast.AST]:
     """What a call is given for `key`: its own keyword, or the entry of a `**options` dict
     literal that fn itself writes (`options = {"sampler": s}; DataLoader(ds, **options)`); None
@@ -2318,6 +2335,13 @@ def ddp_model(program: Program, call: ast.Call, fn: Function) -> Optional[tuple[
                 # DDP binding above it never reaches this call)
                 continue
             wrapped = _ddp_made(program, value, scope) or _same_object(program, func.id, value, scope)
+            if wrapped is None and scope is fn:
+                # `model = self.model` then `model(x)` (GIMM-VFI's trainers): the field's DDP; or
+                # either field of `self.model_ema if "ema" in mode else self.model`
+                for side in (value.body, value.orelse) if value.__class__ is ast.IfExp else (value,):
+                    if side.__class__ is ast.Attribute and side.value.__class__ is ast.Name and side.value.id == "self":
+                        wrapped = wrapped or ddp_model(
+                            program, ast.copy_location(ast.Call(func=side, args=[], keywords=[]), call), fn)
             if wrapped is not None:
                 return wrapped
         for scope in {id(s): s for _, _, s in found if s is not fn}.values():

@@ -924,6 +924,14 @@ class Program:
                     keywords = [(kw, variant[1]) for kw in variant[0].keywords] + keywords
                 self._hand(target, fn, node, params, positional, keywords)
 
+    @staticmethod
+    def _hand_positional(target: Function, params: list, positional: list) -> None:
+        """The positional arguments one forwarded call hands target (see _hand)."""
+        for index, (arg, scope) in enumerate(positional):
+            if isinstance(arg, ast.Starred) or index >= len(params):
+                break
+            target.arguments.setdefault(params[index], []).append((arg, scope))
+
     def _bind_instantiated(self, fn: Function, node: ast.Call, bound: list) -> None:
         """`instantiate(cfg.trainer.trainer, device=device, model=model)`: Hydra builds the class
         the config's `_target_` names with the keywords given beside the config, so each keyword
@@ -948,8 +956,23 @@ class Program:
               positional: list, keywords: list) -> None:
         """Record what one call (fn's node) hands target: positional and keywords are
         [(argument, the scope it is read in)], a partial's first."""
+        own_star = fn.node.args.vararg.arg if getattr(fn.node, "args", None) is not None and \
+            fn.node.args.vararg is not None else None
         for index, (arg, scope) in enumerate(positional):
+            if isinstance(arg, ast.Starred) and own_star is not None and arg.value.__class__ is ast.Name \
+                    and arg.value.id == own_star and scope is fn:
+                # `super().__init__(*args, **kwargs)` handing on what fn's callers gave its own
+                # `*args` (GIMM-VFI's trainers: `Trainer(model, model_ema, ...)` into `def
+                # __init__(self, *args, **kwargs)`): each call's items, at their places here
+                for given in list(fn.__dict__.get("_star_given", ())):
+                    self._hand_positional(target, params, positional[:index] + list(given))
+                break
             if isinstance(arg, ast.Starred) or index >= len(params):
+                star = target.node.args.vararg if getattr(target.node, "args", None) is not None else None
+                if star is not None and not isinstance(arg, ast.Starred) and index >= len(params) and \
+                        not any(isinstance(a, ast.Starred) for a, _ in positional[index:]):
+                    # (what this call gives the target's own `*args`, kept for the calls it hands on)
+                    target.__dict__.setdefault("_star_given", []).append(tuple(positional[index:]))
                 break
             target.arguments.setdefault(params[index], []).append((arg, scope))
         kwonly = target.kwonly
@@ -2307,7 +2330,11 @@ class Program:
             klass = self.class_of(func, fn)
             if klass is not None:
                 call = self.method(klass, "__call__")
-                return ([call] if call else []), []
+                if call is not None or not self._called(func, fn):
+                    return ([call] if call else []), []
+                # (an instance without __call__ is not what is called: `trainer =
+                # create_trainer(cfg)` then `trainer = trainer(model, ...)` - the name held the
+                # class a factory picked, and the call builds it)
             if target is None and (func.id in fn.params or func.id in fn.kwonly) and not fn.bindings.get(func.id):
                 # `validate_func(model, batches)` of a parameter the callers hand a local function
                 # (`train(net, ..., validate, ...)`): that function runs here (TinyNeuralNetwork)
@@ -2365,7 +2392,14 @@ class Program:
                 # (a library base's method, where no local subclass has one: none of ours)
                 self._named(attr)  # (reads the quiet modules that define one: a subclass may be there)
                 family = self._descendants(klass)
-                return [], list(dict.fromkeys(m for d in family if (m := self.method(d, attr)) is not None))
+                overrides = list(dict.fromkeys(m for d in family if (m := self.method(d, attr)) is not None))
+                if overrides and len(overrides) <= _HOOK_OVERRIDES and all(m.cls is not None and self._derives(
+                        m.cls, klass) for m in overrides):
+                    # a template method's hook the base leaves out (GIMM-VFI's `self.logging(...)`
+                    # in the base's run_epoch, each trainer its own): a subclass's runs, as for
+                    # a stub (_stub) - the way in for what they do under the base's rank tests
+                    return overrides, []
+                return [], overrides
             return [], self._named(attr)
         if isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Name) and receiver.func.id == "super":
             klass = self._class_of_fn(fn)
@@ -2865,9 +2899,12 @@ class Program:
                     out.extend(_returned_closures(maker))
                     # and a module's own function it picks (`eval_fn = get_task_eval_fn(task)`
                     # returning `evaluate_segmentation` on one side of an if/elif: each may run)
+                    # (or a class it names, `return TrainerGIMMVFI` on one side: GIMM-VFI's
+                    # create_trainer, then `trainer(model, ...)` builds the one picked)
                     out.extend(symbol for r in maker.returned if r.__class__ is ast.Name and r.id not in maker.nested
                                for symbol in [self._callee_symbol(r, maker)]
-                               if symbol.__class__ is Function and symbol.node.__class__ is not ast.Module)
+                               if (symbol.__class__ is Function and symbol.node.__class__ is not ast.Module)
+                               or (symbol.__class__ is Klass and r.id not in maker.params))
                     # (or a class it picks into a local name, `model = JointModel` on one side of
                     # an if/elif, `model = None` on none, then `return model`: each it may return,
                     # and `model_cls(...)` builds it - MMECA's select_model)
@@ -3621,6 +3658,11 @@ class Program:
     def has_buffers(self, ddp: ast.Call, fn: Function) -> bool:
         """The wrapped module visibly holds buffers that DDP broadcasts (broadcast_buffers on)."""
         return patterns.has_buffers(self, ddp, fn)
+
+
+# the most subclasses' own methods a base's `self.hook(...)` is taken to run (more: a mixin any
+# class may carry, told as weak ways in only)
+_HOOK_OVERRIDES = 4
 
 
 def explicit_self(target: Function, call: ast.Call) -> int:

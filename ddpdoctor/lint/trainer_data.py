@@ -17,7 +17,7 @@ from typing import Any
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint.loader_facts import KEEPS_RANK_SHARE
-from ddpdoctor.lint.patterns import hf_trainer_class, keyword, last_name, text
+from ddpdoctor.lint.patterns import hf_trainer_class, keyword, last_name, spread_keyword, text
 from ddpdoctor.lint.pins import program_floor
 from ddpdoctor.lint.program import Klass
 
@@ -43,11 +43,13 @@ def gather(builder: Builder) -> list[TrainerShard]:
         for call in fn.own_calls:
             if not hf_trainer(program, call, fn):
                 continue
-            given = keyword(call, "train_dataset")
+            given, where = keyword(call, "train_dataset"), fn
+            if given is None:
+                given, where = spread_keyword(program, call, fn, "train_dataset")
             if given is None:
                 continue
             kept = False
-            for value, scope in program.values_of(given, fn):
+            for value, scope in program.values_of(given, where):
                 klass = program._callee_symbol(value.func, scope) if isinstance(value, ast.Call) else None
                 if not isinstance(klass, Klass) or klass.node is None:
                     continue
@@ -62,7 +64,7 @@ def gather(builder: Builder) -> list[TrainerShard]:
             # a training set an unseeded draw picks (`ds.train_test_split(test_size=0.1)`, no
             # seed, in a script that seeds nothing before it): each process draws its own split,
             # and the Trainer shards N different datasets (the sampler's case, DDP803)
-            draw = "" if kept else builder._drawn_apart(given, fn, 3)
+            draw = "" if kept else builder._drawn_apart(given, where, 3)
             if draw:
                 at = Location(fn.file.display, call.lineno)
                 found.append(TrainerShard(at, text(given, 60), at, draw))

@@ -1254,3 +1254,220 @@ def test_a_draw_behind_a_field_left_on_by_one_construction_and_off_by_another_dr
     assert body.count("random=") == 2 and "held_out" in body
     found = _codes(lint_tree(tmp_path, {"train.py": body}), "DDP808")
     assert [f.location.line for f in found] == [_line(body, "loader = DataLoader(")]
+
+
+# -------------------------------------------------- a Trainer handed its datasets through `**`
+# `Trainer(model=..., **data_module)` with `data_module` a helper's `dict(train_dataset=...)`:
+# the training set is the helper's, whose constructor shuffles with an unseeded stream, so each
+# process holds its own order and the Trainer's sampler shards N different lists.
+SPREAD_SHUFFLED = """import random
+
+import torch
+from torch.utils.data import Dataset
+from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+
+class Pairs(Dataset):
+    def __init__(self, count):
+        self.items = list(range(count))
+        random.shuffle(self.items)
+
+    def __len__(self):
+        return len(self.items)
+
+    def __getitem__(self, index):
+        return {"input_ids": torch.tensor([self.items[index]]), "labels": torch.tensor([self.items[index]])}
+
+
+def make_data_module(count):
+    train_dataset = Pairs(count)
+    return dict(train_dataset=train_dataset, eval_dataset=None)
+
+
+def main():
+    args = TrainingArguments(output_dir="out", per_device_train_batch_size=4)
+    model = AutoModelForCausalLM.from_pretrained("gpt2")
+    data_module = make_data_module(256)
+    trainer = Trainer(model=model, args=args, **data_module)
+    trainer.train()
+
+
+if __name__ == "__main__":
+    main()
+"""
+# twin: the dataset shuffles with a generator of its own, seeded alike everywhere
+SPREAD_SEEDED = """import random
+
+import torch
+from torch.utils.data import Dataset
+from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+
+class Pairs(Dataset):
+    def __init__(self, count):
+        self.items = list(range(count))
+        random.Random(0).shuffle(self.items)
+
+    def __len__(self):
+        return len(self.items)
+
+    def __getitem__(self, index):
+        return {"input_ids": torch.tensor([self.items[index]]), "labels": torch.tensor([self.items[index]])}
+
+
+def make_data_module(count):
+    train_dataset = Pairs(count)
+    return dict(train_dataset=train_dataset, eval_dataset=None)
+
+
+def main():
+    args = TrainingArguments(output_dir="out", per_device_train_batch_size=4)
+    model = AutoModelForCausalLM.from_pretrained("gpt2")
+    data_module = make_data_module(256)
+    trainer = Trainer(model=model, args=args, **data_module)
+    trainer.train()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_training_set_spread_into_the_trainer_is_read_in_its_helper(tmp_path):
+    found = _codes(lint_tree(tmp_path, {"train.py": SPREAD_SHUFFLED}), "DDP803")
+    assert [f.location.line for f in found] == [_line(SPREAD_SHUFFLED, "trainer = Trainer(")]
+
+
+def test_a_training_set_spread_into_the_trainer_ordered_alike(tmp_path):
+    assert not _codes(lint_tree(tmp_path, {"train.py": SPREAD_SEEDED}), "DDP803")
+
+
+# -------------------------------------------------- a trainer class a factory picks, a hook the base leaves out
+# `trainer = pick_trainer(kind)` returns one of two classes by name and `trainer = trainer(model,
+# ...)` builds it; the subclass hands its `*args` to the base's constructor, which keeps the DDP
+# model a helper made; the base's epoch loop calls `self.report(...)` - a hook each subclass
+# defines - only on the master rank, and the flow trainer's report runs the DDP model (or its
+# EMA copy, also wrapped) under no_grad: a one-rank forward of a model with buffers.
+TMPL_TRAIN = """import copy
+import sys
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+from trainers import pick_trainer
+
+
+def wrap(model):
+    if dist.is_initialized():
+        model = DistributedDataParallel(model)
+    else:
+        model = torch.nn.DataParallel(model)
+    return model
+
+
+if __name__ == "__main__":
+    dist.init_process_group("gloo")
+    net = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4))
+    ema = copy.deepcopy(net)
+    model = wrap(net)
+    model_ema = wrap(ema)
+    trainer = pick_trainer(sys.argv[1])
+    trainer = trainer(model, model_ema, [torch.randn(8, 4) for _ in range(4)], dist.get_rank() == 0)
+    trainer.run(3)
+"""
+TMPL_PICK = """from trainers.flow import Trainer as FlowTrainer
+from trainers.plain import Trainer as PlainTrainer
+
+
+def pick_trainer(kind):
+    if kind == "flow":
+        return FlowTrainer
+    elif kind == "plain":
+        return PlainTrainer
+    raise ValueError(kind)
+"""
+TMPL_BASE = """import torch
+import torch.distributed as dist
+
+
+class TrainerBase:
+    def __init__(self, model, model_ema, data, master):
+        self.model = model
+        self.model_ema = model_ema
+        self.data = data
+        self.master = master
+        self.opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def train(self, epoch):
+        raise NotImplementedError
+
+    def run(self, epochs):
+        for epoch in range(epochs):
+            summary = self.train(epoch)
+            if self.master:
+                self.report(summary, epoch)
+            dist.barrier()
+"""
+TMPL_FLOW = """import torch
+
+from trainers.base import TrainerBase
+
+
+class Trainer(TrainerBase):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+
+    def train(self, epoch):
+        model = self.model
+        model.train()
+        for batch in self.data:
+            self.opt.zero_grad()
+            model(batch).sum().backward()
+            self.opt.step()
+        return {"last": self.data[-1]}
+
+    def report(self, summary, epoch, mode="ema"):
+        self.render(summary, mode)
+
+    @torch.no_grad()
+    def render(self, summary, mode):
+        model = self.model_ema if "ema" in mode else self.model
+        model.eval()
+        print(model(summary["last"]).mean().item())
+"""
+TMPL_PLAIN = """from trainers.base import TrainerBase
+
+
+class Trainer(TrainerBase):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.quiet = True
+
+    def train(self, epoch):
+        for batch in self.data:
+            self.opt.zero_grad()
+            self.model(batch).sum().backward()
+            self.opt.step()
+        return {}
+
+    def report(self, summary, epoch):
+        print(epoch)
+"""
+
+
+def _tmpl(flow: str = TMPL_FLOW) -> dict:
+    return {"train.py": TMPL_TRAIN, "trainers/__init__.py": TMPL_PICK, "trainers/base.py": TMPL_BASE,
+            "trainers/flow.py": flow, "trainers/plain.py": TMPL_PLAIN}
+
+
+def test_a_hook_a_picked_trainer_defines_runs_under_the_bases_rank_test(tmp_path):
+    found = _codes(lint_tree(tmp_path, _tmpl()), "DDP801")
+    assert [(f.location.file.endswith("trainers/flow.py"), f.location.line) for f in found] == \
+        [(True, _line(TMPL_FLOW, "print(model("))]
+
+
+def test_a_hook_of_a_picked_trainer_rendering_the_plain_module(tmp_path):
+    flow = TMPL_FLOW.replace("print(model(summary", "print(model.module(summary")
+    assert flow != TMPL_FLOW
+    assert not _codes(lint_tree(tmp_path, _tmpl(flow)), "DDP801")
