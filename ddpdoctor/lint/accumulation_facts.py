@@ -12,7 +12,7 @@ from typing import Iterator, Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import no_sync
-from ddpdoctor.lint.defaults import _assigned, config_settles, constructed_truth, settled
+from ddpdoctor.lint.defaults import _assigned, _declared_field, config_settles, constructed_truth, settled
 from ddpdoctor.lint.fact_builder import (_cond_false, _cond_true, _fn_loops, _loops, _single_process, _truth_by_constants,
                                           argument_at, given_constants, loc)
 from ddpdoctor.lint.nodes import children, walk
@@ -294,6 +294,12 @@ class AccumulationFacts:
             return True  # `(i + 1) % 1 == 0` (an option at 1 is not: a launch may raise it, said as the assumption)
         if isinstance(k, ast.Attribute) and config_settles(k, self.program) == {1}:
             return True  # `i % cfg.optimizer.step == 0` with `step: 1` in every config beside the script
+        if isinstance(k, ast.Attribute) and isinstance(k.value, ast.Name) and _sub_config(k.value.id, fn) and \
+                not _assigned(k.attr, self.program) and k.attr not in self.program.option_defaults() and \
+                not _declared_field(k.attr, self.program) and self.program.config_key_anywhere(k.attr) == {1}:
+            # `cfg.grad_acc_steps` of a section handed in or picked by name (DIAMOND's `cfg =
+            # getattr(self._cfg, name).training`), 1 wherever a config sets it
+            return True
         if isinstance(k, ast.Name) and k.id in fn.params and not fn.bindings.get(k.id):
             return given_constants(self.callers(), fn, k.id) == {1}
         if isinstance(k, ast.Name):
@@ -805,6 +811,9 @@ class AccumulationFacts:
             if any(self._step(c, fn) and not self._steps_another_model(c, backward, fn)
                    for c, cond in _loop_calls(_after_it(loop.body, backward), False) if not cond):
                 return None  # `else: loss.backward(); opt.step()`: a step follows the backward on its own side
+            if all(_cleared_beside(loop, c) or _own_backward_beside(loop, c) for c, _ in steps) and \
+                    any(_cleared_beside(loop, c) for c, _ in steps):
+                return None  # `if not isfinite(loss): opt.zero_grad() else: opt.step()`: a skip, not accumulation
             # (the period of any step the loop takes: `model.step()` on the DeepSpeed side, the
             # loss scaler's `update_grad=(i + 1) % update_freq == 0` on the other - EEGPT's)
             period = next((p for c, _ in steps if (p := self._period_option(fn, loop, c))), None)
@@ -1707,6 +1716,47 @@ def _star_of_a_pair(fn: Function, name: str) -> bool:
                 and len(node.iter.args) == 1:
             return True
     return False
+
+
+def _innermost_side(loop: ast.AST, step: ast.Call) -> Optional[tuple[ast.If, list, list]]:
+    """(the innermost `if` around the step, the side holding it, the other side); None where no
+    `if` in the loop holds it."""
+    found = None
+    for node in walk(loop):  # (outer ifs come first: the last that holds the step is the innermost)
+        if node.__class__ is not ast.If:
+            continue
+        for mine, other in ((node.body, node.orelse), (node.orelse, node.body)):
+            if any(c is step for stmt in mine for c in walk(stmt)):
+                found = (node, mine, other)
+    return found
+
+
+def _cleared_beside(loop: ast.AST, step: ast.Call) -> bool:
+    """The `if` the step sits under clears the gradients on its other side (MCNet's `if not
+    torch.isfinite(loss).item(): opt.zero_grad() else: opt.step()`): the pass that does not step
+    throws its gradients away, so nothing is accumulated."""
+    found = _innermost_side(loop, step)
+    return found is not None and bool(found[2]) and any(
+        c.__class__ is ast.Call and last_name(c.func) == "zero_grad" for stmt in found[2] for c in walk(stmt))
+
+
+def _own_backward_beside(loop: ast.AST, step: ast.Call) -> bool:
+    """The step sits on a side of an `if` that runs a backward of its own before it (a GAN's
+    discriminator update beside the generator's): that side steps what it back-propagated."""
+    found = _innermost_side(loop, step)
+    return found is not None and any(c.__class__ is ast.Call and last_name(c.func) == "backward"
+                                     and c.lineno < step.lineno for stmt in found[1] for c in walk(stmt))
+
+
+def _sub_config(name: str, fn: Function) -> bool:
+    """The name holds a section of a config: a parameter never bound again, or bound only to
+    a field or item read off something (`cfg = getattr(self._cfg, name).training`, `section =
+    getattr(self.settings, name)`)."""
+    bound = fn.bindings.get(name)
+    if not bound:
+        return name in fn.params or name in fn.kwonly
+    return all(value.__class__ in (ast.Attribute, ast.Subscript) or (
+        value.__class__ is ast.Call and last_name(value.func) == "getattr" and len(value.args) == 2) for _, value in bound)
 
 
 def _parameter_owners(program, value: ast.AST, fn: Function, depth: int = 4) -> list[ast.AST]:

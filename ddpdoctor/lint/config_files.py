@@ -304,6 +304,25 @@ def _nested_values(body: str, path: tuple) -> Optional[set]:
     return found
 
 
+def key_values_anywhere(bodies: list, key: str) -> Optional[set]:
+    """The scalar values the YAML configs (bodies: yaml_beside's) give a key at any depth
+    (`grad_acc_steps: 1` under each of `denoiser.training`, `actor_critic.training`): what a
+    sub-config handed to a function (`cfg.grad_acc_steps` of `cfg = self.cfg.denoiser.training`)
+    may hold, whichever section it is. None where one gives it something else; empty where none
+    sets it."""
+    found: set = set()
+    for config, body in bodies:
+        if config.suffix == ".toml" or key not in body:
+            continue
+        for _, _, where, value in _keyed_lines(body.splitlines()):
+            if where[-1] != key:
+                continue
+            if not value or _NOT_PLAIN.search(value) or value.startswith(("{", "[")):
+                return None
+            found.add(_literal(value.strip("'\"")))
+    return found
+
+
 def _keyed_lines(lines: list):
     """(line number, indent, key path, value) of each `key: value` line of a block-style YAML
     mapping, the path the keys of the mappings it sits in (read by indentation)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Optional
 
 from ddpdoctor.core import torch_names as names
@@ -294,12 +295,12 @@ BUFFERED_ZOO = ("resnet", "resnext", "densenet", "mobilenet", "efficientnet", "i
 BUFFERED_TRANSFORMERS = ("bert", "electra", "longformer", "bartforconditionalgeneration", "marianmtmodel",
                          "pegasusforconditionalgeneration", "blenderbotforconditionalgeneration",
                          "blenderbotsmallforconditionalgeneration", "gpt2")
-# Checkpoint families whose models register buffers: BERT's embeddings (above) and the rotary
-# embeddings' `inv_freq` (Llama, Mistral, Qwen, Gemma, Phi, GPT-NeoX...), as a model's name or
-# path says it (`from_pretrained("meta-llama/Meta-Llama-3-8B")`, `--model_name` defaulting to one).
 # the names that hold the run's options (parsed arguments, a config): read the same on every rank
 OPTIONS_HOLDER = re.compile(r"^(?:args|opts?|cfg|config|conf|hparams|hp|params|flags|FLAGS|hyp|train_config|"
                             r"dist_config|distributed|launch_config)$")
+# Checkpoint families whose models register buffers: BERT's embeddings (above) and the rotary
+# embeddings' `inv_freq` (Llama, Mistral, Qwen, Gemma, Phi, GPT-NeoX...), as a model's name or
+# path says it (`from_pretrained("meta-llama/Meta-Llama-3-8B")`, `--model_name` defaulting to one).
 BUFFERED_CHECKPOINTS = re.compile(r"bert|electra|longformer|gpt2|llama|mistral|mixtral|qwen|gemma|phi-?\d|"
                                   r"gpt-?neox|pythia|falcon|deepseek|internlm|baichuan|yi-", re.IGNORECASE)
 
@@ -2596,7 +2597,7 @@ def _buffered(program: Program, node: ast.AST, fn: Function, depth: int, seen: s
             return True
         if isinstance(value, ast.Call) and _zoo_by_name(program, value.func, scope):
             return True
-        if _buffered_transformer(full):
+        if _buffered_transformer(full, program):
             return True
         if value.__class__ is ast.Subscript:
             # `nets[i]` of `nets = [resnet18(), vgg16(), mobilenet_v2(), ...]`, a benchmark's loop
@@ -2937,15 +2938,18 @@ def _kept_fields(klass) -> set[int]:
     return found
 
 
-def _buffered_transformer(full: str) -> bool:
+def _buffered_transformer(full: str, program: Optional[Program] = None) -> bool:
     """A transformers class of a family with buffers, by its qualified name: the first part that
     names a class, wherever it was imported from (`transformers.BertModel.from_pretrained`,
-    `transformers.models.roberta.modeling_roberta.RobertaModel`)."""
+    `transformers.models.roberta.modeling_roberta.RobertaModel`); not where the project ships a
+    copy of transformers whose modeling file for it registers none (_vendored_unbuffered)."""
     if not full.startswith("transformers."):
         return False
     klass = next((part for part in full.split(".")[1:] if part[:1].isupper()), "").lower()
     # (a model class, `BertModel`, `RobertaForSequenceClassification`: not its `BertConfig` or tokenizer)
-    return ("model" in klass or "for" in klass) and any(z in klass for z in BUFFERED_TRANSFORMERS)
+    family = next((z for z in BUFFERED_TRANSFORMERS if z in klass), None)
+    return ("model" in klass or "for" in klass) and family is not None and not (
+        program is not None and family.isalpha() and len(family) <= 12 and _vendored_unbuffered(program, family))
 
 
 def _buffered_zoo(full: str) -> bool:
@@ -2998,7 +3002,33 @@ def _buffered_checkpoint(program: Program, call: ast.Call, fn: Function) -> bool
         names.append(given.value)
     if isinstance(given, ast.Attribute):
         names.append(program.option_defaults().get(given.attr))
-    return any(isinstance(n, str) and BUFFERED_CHECKPOINTS.search(n) for n in names)
+    return any(isinstance(n, str) and BUFFERED_CHECKPOINTS.search(n)
+               and not _vendored_unbuffered(program, BUFFERED_CHECKPOINTS.search(n).group(0).lower()) for n in names)
+
+
+def _vendored_unbuffered(program: Program, family: str) -> bool:
+    """The project ships its own copy of transformers (PL-Marker's `transformers/src/transformers`,
+    HGN's `transformers/`: releases from before BERT's embeddings registered `position_ids`) whose
+    modeling file for the family (`bert`) registers no buffer: the model the run builds is that
+    copy's, and holds none."""
+    found = program.__dict__.setdefault("_vendored_modeling", {})
+    if family not in found:
+        found[family] = None
+        script = program.sources[0].path if program.sources and program.sources[0].path is not None else None
+        roots = [script.parent, Path.cwd()] if script is not None else []
+        for root in dict.fromkeys(r.resolve() for r in roots):
+            for package in (root / "transformers", root / "transformers" / "src" / "transformers"):
+                modeling = package / f"modeling_{family.replace('-', '_')}.py"
+                try:
+                    if (package / "__init__.py").is_file() and modeling.is_file() and \
+                            modeling.stat().st_size < 2_000_000:
+                        found[family] = "register_buffer" not in modeling.read_text(errors="replace")
+                        break
+                except OSError:
+                    continue
+            if found[family] is not None:
+                break
+    return bool(found[family])
 
 
 def _unread_defaults(klass, arguments: ast.arguments) -> bool:
@@ -3360,7 +3390,7 @@ def _class_buffered(program: Program, klass, seen: set, given: Optional[dict] = 
             return True  # `self.image = models.resnet18(pretrained=True)`: its BatchNorms
         if built == "torch.hub.load" and _hub_buffered(node, klass):
             return True  # `torch.hub.load("rwightman/gen-efficientnet-pytorch", "tf_efficientnet_b5_ap")`
-        if _buffered_transformer(built) and id(node) not in conditional and id(node) in _kept_fields(klass):
+        if _buffered_transformer(built, program) and id(node) not in conditional and id(node) in _kept_fields(klass):
             # `self.roberta = RobertaModel(config)`: its embeddings' position_ids (not a model a
             # classmethod loads to copy weights from, nanoGPT's `GPT2LMHeadModel.from_pretrained`)
             return True

@@ -30,7 +30,7 @@ from ddpdoctor.lint import defaults, patterns, reaching
 from ddpdoctor.lint.nodes import own_nodes, own_nodes_of, walk
 from ddpdoctor.lint.config_files import (LEFT_OUT, UNKNOWN_VALUE, Contested, config_file_settings, config_values,
                                          elastic_launch_only, multi_process_options,
-                                         hydra_main_config, launch_values, launched_parameters, leaf_values, named_config,
+                                         hydra_main_config, key_values_anywhere, launch_values, launched_parameters, leaf_values, named_config,
                                          module_names, named_values, yaml_beside)
 from ddpdoctor.lint.options import config_file_options, declared_options, option_defaults
 from ddpdoctor.lint.patterns import SELF_RETURNING, _dict_call_literal, dotted, last_name, name_pattern
@@ -902,7 +902,8 @@ class Program:
             # the `env` a constructor keeps)
             self._unbound_instances.append((fn, node))
         wrapped = self._partials(func, fn) if targets and (
-            func.__class__ is ast.Call or (func.__class__ is ast.Name and self.lookup(func.id, fn))) else ()
+            func.__class__ is ast.Call or (func.__class__ is ast.Name and self.lookup(func.id, fn))
+            or (func.__class__ is ast.Attribute and func.value.__class__ is ast.Name and func.value.id == "self")) else ()
         for target in targets:
             if target in bound:
                 continue
@@ -1057,7 +1058,10 @@ class Program:
         cfg)`) or a called helper returns (`select_dataset(task)(batch_size=8)` where it returns
         `partial(get_dataloader, ddp=is_ddp)`)."""
         found: list = []
-        if func.__class__ is ast.Name:
+        if func.__class__ is ast.Name or (func.__class__ is ast.Attribute and func.value.__class__ is ast.Name
+                                          and func.value.id == "self"):
+            # (and a field a constructor set: `self._keep = partial(keep_copies, every=n)`, then
+            # `self._keep(sd, epoch)` under the rank test - DIAMOND's trainer)
             found = [(v, scope) for v, scope in self.values_of(func, fn, 1) if v is not func]
         elif func.__class__ is ast.Call:
             found = [(func, fn)]
@@ -3615,13 +3619,26 @@ class Program:
         memo = self.__dict__.setdefault("_config_file_values", {})
         key = (path, lists)
         if key not in memo:
-            script = self.sources[0] if self.sources else None
-            if script is None or script.path is None:
-                memo[key] = set()
-            else:
-                if "_yaml_beside" not in self.__dict__:
-                    self.__dict__["_yaml_beside"] = yaml_beside(script.path)
-                memo[key] = config_values(script.path, self.__dict__["_yaml_beside"], path, script.hydra_configs, lists)
+            script, bodies = self._configs_beside()
+            memo[key] = set() if script is None else config_values(script.path, bodies, path, script.hydra_configs, lists)
+        return memo[key]
+
+    def _configs_beside(self) -> tuple:
+        """(the script's source, the YAML/TOML files beside it, read once); (None, []) without one."""
+        script = self.sources[0] if self.sources else None
+        if script is None or script.path is None:
+            return None, []
+        if "_yaml_beside" not in self.__dict__:
+            self.__dict__["_yaml_beside"] = yaml_beside(script.path)
+        return script, self.__dict__["_yaml_beside"]
+
+    def config_key_anywhere(self, key: str) -> Optional[set]:
+        """What the YAML configs beside the script give a key at any depth (config_files.
+        key_values_anywhere), worked out once per key."""
+        memo = self.__dict__.setdefault("_config_key_anywhere", {})
+        if key not in memo:
+            script, bodies = self._configs_beside()
+            memo[key] = set() if script is None else key_values_anywhere(bodies, key)
         return memo[key]
 
     # ------------------------------------------------------------------ what calls mean
@@ -3960,8 +3977,8 @@ def _imported_entries(module: Module) -> list[Function]:
     tree = module.file.tree
     if tree is None or top_level_runs(tree):
         return []
-    named = {n.id for n in walk(tree) if n.__class__ is ast.Name and n.ctx.__class__ is ast.Load} | \
-        {n.attr for n in walk(tree) if n.__class__ is ast.Attribute}
+    # (by bare name: `model.train()` names an attribute of a model, not the file's own train())
+    named = {n.id for n in walk(tree) if n.__class__ is ast.Name and n.ctx.__class__ is ast.Load}
     # (not one a decorator registers - sacred's `@ex.main` waits for `ex.run_commandline()`)
     return [fn for name, fn in module.functions.items() if fn.node is not None and name not in named
             and not name.startswith("_") and not getattr(fn.node, "decorator_list", None)]

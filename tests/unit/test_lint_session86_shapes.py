@@ -1471,3 +1471,285 @@ def test_a_hook_of_a_picked_trainer_rendering_the_plain_module(tmp_path):
     flow = TMPL_FLOW.replace("print(model(summary", "print(model.module(summary")
     assert flow != TMPL_FLOW
     assert not _codes(lint_tree(tmp_path, _tmpl(flow)), "DDP801")
+
+
+# -------------------------------------------------- a section of the config picked by name
+# Each part trains with `section = getattr(self.settings, name)` and steps every
+# `section.accumulate` passes; the YAML beside the script sets `accumulate: 1` in every section.
+SECTION_COUNT = """import types
+
+import torch
+import torch.distributed as dist
+import yaml
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def load(path):
+    with open(path) as f:
+        raw = yaml.safe_load(f)
+    return types.SimpleNamespace(**{k: types.SimpleNamespace(**v) for k, v in raw.items()})
+
+
+class Runner:
+    def __init__(self, settings):
+        self.settings = settings
+        self.models = {"encoder": DDP(torch.nn.Linear(4, 4)), "decoder": DDP(torch.nn.Linear(4, 4))}
+
+    def fit_part(self, name, steps):
+        section = getattr(self.settings, name)
+        model = self.models[name]
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for i in range(steps):
+            model(torch.randn(2, 4)).sum().backward()
+            if (i + 1) % section.accumulate == 0:
+                opt.step()
+                opt.zero_grad()
+
+
+def main():
+    dist.init_process_group("gloo")
+    runner = Runner(load("configs/parts.yaml"))
+    for name in ("encoder", "decoder"):
+        runner.fit_part(name, 10)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_count_every_section_sets_to_1_accumulates_nothing(tmp_path):
+    files = {"train.py": SECTION_COUNT,
+             "configs/parts.yaml": "encoder:\n  accumulate: 1\n  lr: 0.1\ndecoder:\n  accumulate: 1\n  lr: 0.2\n"}
+    assert not _codes(lint_tree(tmp_path, files), "DDP805")
+
+
+def test_a_count_one_section_sets_to_4_accumulates(tmp_path):
+    files = {"train.py": SECTION_COUNT,
+             "configs/parts.yaml": "encoder:\n  accumulate: 1\n  lr: 0.1\ndecoder:\n  accumulate: 4\n  lr: 0.2\n"}
+    found = _codes(lint_tree(tmp_path, files), "DDP805")
+    assert [f.location.line for f in found] == [_line(SECTION_COUNT, "model(torch.randn(2, 4)).sum().backward()")]
+
+
+# -------------------------------------------------- a partial kept in a field, called on rank 0
+# The constructor keeps `partial(keep_copy, ...)` as `self._keep`; the epoch loop calls it only on
+# rank 0: the partial's making runs nothing, the guarded call is the way in.
+PARTIAL_FIELD = """from functools import partial
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def keep_copy(state, epoch, folder, every):
+    if epoch % every == 0:
+        torch.save(state, f"{folder}/agent_{epoch}.pt")
+
+
+class Runner:
+    def __init__(self):
+        self.rank = dist.get_rank()
+        self.model = DDP(torch.nn.Linear(4, 1))
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)
+        self._keep = partial(keep_copy, folder="ckpts", every=2)
+
+    def run(self, epochs):
+        for epoch in range(epochs):
+            self.opt.zero_grad()
+            self.model(torch.randn(2, 4)).sum().backward()
+            self.opt.step()
+            if self.rank == 0:
+                self._keep(self.model.module.state_dict(), epoch)
+
+
+if __name__ == "__main__":
+    dist.init_process_group("gloo")
+    Runner().run(4)
+"""
+# twin: every rank calls it
+PARTIAL_FIELD_EVERYWHERE = """from functools import partial
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def keep_copy(state, epoch, folder, every):
+    if epoch % every == 0:
+        torch.save(state, f"{folder}/agent_{epoch}.pt")
+
+
+class Runner:
+    def __init__(self):
+        self.rank = dist.get_rank()
+        self.model = DDP(torch.nn.Linear(4, 1))
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)
+        self._keep = partial(keep_copy, folder="ckpts", every=2)
+
+    def run(self, epochs):
+        for epoch in range(epochs):
+            self.opt.zero_grad()
+            self.model(torch.randn(2, 4)).sum().backward()
+            self.opt.step()
+            self._keep(self.model.module.state_dict(), epoch)
+
+
+if __name__ == "__main__":
+    dist.init_process_group("gloo")
+    Runner().run(4)
+"""
+
+
+def test_a_partial_kept_in_a_field_runs_where_the_field_is_called(tmp_path):
+    assert not _codes(lint_tree(tmp_path, {"train.py": PARTIAL_FIELD}), "DDP806")
+
+
+def test_a_partial_kept_in_a_field_called_on_every_rank(tmp_path):
+    found = _codes(lint_tree(tmp_path, {"train.py": PARTIAL_FIELD_EVERYWHERE}), "DDP806")
+    assert [f.location.line for f in found] == [_line(PARTIAL_FIELD_EVERYWHERE, "torch.save(")]
+
+
+# -------------------------------------------------- a project shipping its own transformers
+# A rank-0 evaluation runs the DDP-wrapped BertModel under no_grad. Released transformers
+# registers `position_ids` as a buffer (a broadcast on that forward); a project that ships an
+# older copy of transformers whose modeling_bert registers none builds that copy's model.
+VENDORED_EVAL = """import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from transformers import BertModel
+
+
+def main():
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    model = DDP(BertModel.from_pretrained("bert-base-uncased"))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    ids = torch.randint(0, 100, (2, 8))
+    for epoch in range(3):
+        opt.zero_grad()
+        model(ids)[0].sum().backward()
+        opt.step()
+        if rank == 0:
+            with torch.no_grad():
+                print(model(ids)[0].mean().item())
+
+
+if __name__ == "__main__":
+    main()
+"""
+_VENDORED_BERT = (
+    "import torch\n\n\nclass BertModel(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+    "        self.embed = torch.nn.Embedding(100, 8){extra}\n\n    @classmethod\n    def from_pretrained(cls, name):\n"
+    "        return cls()\n\n    def forward(self, ids):\n        return (self.embed(ids),)\n")
+
+
+def _vendored(extra: str = "") -> dict:
+    return {"train.py": VENDORED_EVAL, "transformers/__init__.py": "from .modeling_bert import BertModel\n",
+            "transformers/modeling_bert.py": _VENDORED_BERT.replace("{extra}", extra)}
+
+
+def test_a_shipped_transformers_whose_bert_holds_no_buffer(tmp_path):
+    assert not _codes(lint_tree(tmp_path, _vendored()), "DDP801")
+
+
+def test_a_shipped_transformers_whose_bert_registers_a_buffer(tmp_path):
+    files = _vendored('\n        self.register_buffer("position_ids", torch.arange(8))')
+    found = _codes(lint_tree(tmp_path, files), "DDP801")
+    assert [f.location.line for f in found] == [_line(VENDORED_EVAL, "print(model(ids)")]
+
+
+def test_the_released_transformers_bert_holds_buffers(tmp_path):
+    found = _codes(lint_tree(tmp_path, {"train.py": VENDORED_EVAL}), "DDP801")
+    assert [f.location.line for f in found] == [_line(VENDORED_EVAL, "print(model(ids)")]
+
+
+# -------------------------------------------------- a step skipped with its gradients thrown away
+# The generator steps only where its loss is finite; the other side clears the gradients, so a
+# skipped pass accumulates nothing (the discriminator steps what it back-propagated itself).
+SKIP_CLEARED = """import sys
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def main():
+    dist.init_process_group("gloo")
+    gen = DDP(torch.nn.Linear(4, 4))
+    disc = DDP(torch.nn.Linear(4, 1))
+    opt_g = torch.optim.SGD(gen.parameters(), lr=0.1)
+    opt_d = torch.optim.SGD(disc.parameters(), lr=0.1)
+    use_gan = len(sys.argv) > 1
+    for step in range(100):
+        loss = gen(torch.randn(8, 4)).pow(2).mean()
+        loss.backward()
+        if not torch.isfinite(loss).item():
+            opt_g.zero_grad()
+            print("skipped a non-finite loss")
+        else:
+            opt_g.step()
+            opt_g.zero_grad()
+        if use_gan:
+            opt_d.zero_grad()
+            loss = disc(gen(torch.randn(8, 4)).detach()).mean()
+            loss.backward()
+            opt_d.step()
+        else:
+            loss = None
+
+
+if __name__ == "__main__":
+    main()
+"""
+# twin: the skipping side keeps the gradients - they add to the next pass's
+SKIP_KEPT = """import sys
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def main():
+    dist.init_process_group("gloo")
+    gen = DDP(torch.nn.Linear(4, 4))
+    disc = DDP(torch.nn.Linear(4, 1))
+    opt_g = torch.optim.SGD(gen.parameters(), lr=0.1)
+    opt_d = torch.optim.SGD(disc.parameters(), lr=0.1)
+    use_gan = len(sys.argv) > 1
+    for step in range(100):
+        loss = gen(torch.randn(8, 4)).pow(2).mean()
+        loss.backward()
+        if not torch.isfinite(loss).item():
+            print("skipped a non-finite loss")
+        else:
+            opt_g.step()
+            opt_g.zero_grad()
+        if use_gan:
+            opt_d.zero_grad()
+            loss = disc(gen(torch.randn(8, 4)).detach()).mean()
+            loss.backward()
+            opt_d.step()
+        else:
+            loss = None
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_step_whose_other_side_clears_the_gradients_accumulates_nothing(tmp_path):
+    assert not _codes(lint_tree(tmp_path, {"train.py": SKIP_CLEARED}), "DDP805")
+
+
+def test_a_step_whose_other_side_keeps_the_gradients_accumulates(tmp_path):
+    found = _codes(lint_tree(tmp_path, {"train.py": SKIP_KEPT}), "DDP805")
+    assert [f.location.line for f in found] == [_line(SKIP_KEPT, "    loss.backward()")]
+
+
+def test_a_worker_named_like_a_method_it_calls_is_still_an_entry(tmp_path):
+    # (`def train(...)` whose body calls `model.train()`: an attribute, not the file's function)
+    body = WORKERS_ONLY.replace("def train_worker(", "def train(")
+    assert body != WORKERS_ONLY and "model.train()" in body
+    found = lint_tree(tmp_path, {"workers.py": body}, script="workers.py")
+    assert [f.location.line for f in _codes(found, "DDP801")] == [_line(body, 'log("val", model(batch)')]
