@@ -304,12 +304,12 @@ def _nested_values(body: str, path: tuple) -> Optional[set]:
     return found
 
 
-def key_values_anywhere(bodies: list, key: str) -> Optional[set]:
+def key_values_anywhere(bodies: list, key: str, read: list) -> Optional[set]:
     """The scalar values the YAML configs (bodies: yaml_beside's) give a key at any depth
     (`grad_acc_steps: 1` under each of `denoiser.training`, `actor_critic.training`): what a
     sub-config handed to a function (`cfg.grad_acc_steps` of `cfg = self.cfg.denoiser.training`)
     may hold, whichever section it is. None where one gives it something else; empty where none
-    sets it."""
+    sets it. read: gets each config that sets it (the lint cache digests them, as config_values')."""
     found: set = set()
     for config, body in bodies:
         if config.suffix == ".toml" or key not in body:
@@ -317,6 +317,8 @@ def key_values_anywhere(bodies: list, key: str) -> Optional[set]:
         for _, _, where, value in _keyed_lines(body.splitlines()):
             if where[-1] != key:
                 continue
+            if str(config) not in read:
+                read.append(str(config))
             if not value or _NOT_PLAIN.search(value) or value.startswith(("{", "[")):
                 return None
             found.add(_literal(value.strip("'\"")))

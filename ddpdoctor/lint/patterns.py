@@ -2949,7 +2949,7 @@ def _buffered_transformer(full: str, program: Optional[Program] = None) -> bool:
     # (a model class, `BertModel`, `RobertaForSequenceClassification`: not its `BertConfig` or tokenizer)
     family = next((z for z in BUFFERED_TRANSFORMERS if z in klass), None)
     return ("model" in klass or "for" in klass) and family is not None and not (
-        program is not None and family.isalpha() and len(family) <= 12 and _vendored_unbuffered(program, family))
+        program is not None and _vendored_unbuffered(program, family))
 
 
 def _buffered_zoo(full: str) -> bool:
@@ -3023,6 +3023,9 @@ def _vendored_unbuffered(program: Program, family: str) -> bool:
                     if (package / "__init__.py").is_file() and modeling.is_file() and \
                             modeling.stat().st_size < 2_000_000:
                         found[family] = "register_buffer" not in modeling.read_text(errors="replace")
+                        # (a changed copy is a lint-cache miss: its digest is kept with the facts)
+                        if str(modeling) not in program.sources[0].hydra_configs:
+                            program.sources[0].hydra_configs.append(str(modeling))
                         break
                 except OSError:
                     continue

@@ -3638,7 +3638,7 @@ class Program:
         memo = self.__dict__.setdefault("_config_key_anywhere", {})
         if key not in memo:
             script, bodies = self._configs_beside()
-            memo[key] = set() if script is None else key_values_anywhere(bodies, key)
+            memo[key] = set() if script is None else key_values_anywhere(bodies, key, script.hydra_configs)
         return memo[key]
 
     # ------------------------------------------------------------------ what calls mean
