@@ -91,7 +91,9 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
         args.deepspeed)`, the option on by default) takes that side; a `.step()` of an object
         of the script's own class (a gradient clipper's) is what its method does, not an
         optimizer step; a no_sync on a side no run takes (`if last or not self.use_ddp:`
-        where every assignment of `self.use_ddp` is False) covers nothing; the step may follow
+        where every assignment of `self.use_ddp` is False) covers nothing, and one under a test
+        on the period itself (`if accum > 1 and not update_step: ctx = model.no_sync()`)
+        covers every configuration that accumulates; the step may follow
         the call of the micro-step function in its caller (`self.forward_backward(batch);
         self.opt.step()` in a step method called once per step). A backward under a test no way
         in passes is no accumulation (`if self.mode == 2:` in a trainer built with `mode`, where

@@ -44,7 +44,9 @@ def double_sharding(facts: LintFacts) -> list[Problem] | Skipped:
         nor a rank only in a folder a call writes in (`from_pretrained(m, cache_dir=f"c_{rank}")`)
         (`if max_samples > 0:` with the builder's `max_samples=0` left at its default): each process draws its own, so the ranks shard different
         datasets (reported once per draw, at the training loader's sampler; for a dataset
-        handed to a transformers Trainer, which shards it itself, at the Trainer(...) call).
+        handed to a transformers Trainer, which shards it itself, at the Trainer(...) call; a
+        draw that orders only an evaluation set, where the training loader is known, is not
+        reported: the ranks score overlapping items, and no training sample is lost).
 
         A training loader a framework shards itself - Lightning's Trainer (which puts a
         DistributedSampler in, in processes that each run the script again: not with
@@ -159,7 +161,10 @@ def double_sharding(facts: LintFacts) -> list[Problem] | Skipped:
     for sampler in facts.samplers:
         if not sampler.sharded_by_rank and getattr(sampler, "drawn_apart", "") and not getattr(sampler, "unread", False):
             drawn.setdefault(sampler.drawn_apart, []).append(sampler)
-    told = {id(sorted(group, key=lambda s: str(s.loader) not in trains)[0]) for group in drawn.values()}
+    # (a draw that only orders an evaluation set is not told where the training loader is known:
+    # the ranks then score overlapping items, and no training sample is lost or read twice)
+    told = {id(sorted(group, key=lambda s: str(s.loader) not in trains)[0]) for group in drawn.values()
+            if not trains or any(s.loader is None or str(s.loader) in trains for s in group)}
     for sampler in facts.samplers:
         if sampler.sharded_by_rank:
             problems.append(Problem(

@@ -32,7 +32,11 @@ def worker_seeds_without_rank(facts: LintFacts) -> list[Problem] | Skipped:
           whose ranks all seed torch with the same value (`torch.manual_seed(args.seed)`,
           `seed_everything(cfg.seed)`, `set_seed(seed)`, lhotse's `fix_random_seed(seed)`, or
           a seed rank 0 broadcast to all: `dist.broadcast(t, src=0); seed = t.item()`): each
-          worker's base seed is drawn from the rank's torch generator. Not when any seeding the
+          worker's base seed is drawn from the rank's torch generator (a rank helper that
+          answers 0 until the group is set up, read into the seed above the set-up call -
+          `seed = args.seed + get_rank()` before `init_process_group` - adds 0 on every rank; a
+          dataset an mmcv-style registry builds, `DATASETS.build(cfg)`, draws where a class
+          registered there draws). Not when any seeding the
           ranks run puts the rank in or seeds from a value of unknown origin, nor for the
           launcher's own seeding before mp.spawn (the spawned ranks never run it), nor for a
           seeding under a test every caller's constant leaves false (`if eval_time:` in a
@@ -66,7 +70,9 @@ def worker_seeds_without_rank(facts: LintFacts) -> list[Problem] | Skipped:
         nor a loader that runs no workers on the values the source
         gives (`num_workers=0`, a name bound to 0), nor one over a dataset of a local class the
         source shows drawing no random numbers (the first two ways too: alike seeds then draw
-        nothing alike; a library's dataset, whose transforms may draw, is still reported) - draws
+        nothing alike; a library's dataset, whose transforms may draw, is still reported), nor
+        one whose item method only hands back what the class filled itself (`return
+        self.img_ids[i]`: the transform it was handed runs in the process, not the workers) - draws
         from a generator `__getitem__` makes from the index and hands to a helper of the class
         (`rng = np.random.RandomState(idx)`, `self.pick(rng)`) included. Nor is a loader no
         sampler or rank shards where the ranks are split into model-parallel groups or pipeline

@@ -19,7 +19,7 @@ from typing import Any, Optional
 from ddpdoctor.lint import reaching
 from ddpdoctor.lint.nodes import parse_test, walk
 from ddpdoctor.lint.config_files import UNKNOWN_VALUE, nested_value
-from ddpdoctor.lint.patterns import constructions, last_name, text
+from ddpdoctor.lint.patterns import OPTIONS_HOLDER, constructions, last_name, text
 
 Function = Any  # ddpdoctor.lint.program.Function
 Klass = Any
@@ -734,11 +734,18 @@ def config_defaults(files) -> dict:
 
 def _launched(node: ast.AST, program: Program) -> Optional[frozenset]:
     """The values the launches beside the script give `args.<option>` where they differ
-    (Program.launch_candidates), for a read no code the lint reads assigns; None otherwise."""
-    if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id != "self"):
+    (Program.launch_candidates), for a read no code the lint reads assigns; None otherwise. Also
+    read through the field a class keeps the options in (`self.args.test_info`)."""
+    if not isinstance(node, ast.Attribute):
+        return None
+    holder = node.value
+    if holder.__class__ is ast.Attribute and holder.value.__class__ is ast.Name and holder.value.id == "self" \
+            and OPTIONS_HOLDER.match(holder.attr):
+        holder = ast.Name(id=holder.attr)
+    if not (isinstance(holder, ast.Name) and holder.id != "self"):
         return None
     held = program.launch_candidates().get(node.attr)
-    return held if held is not None and not _assigned(node.attr, program, node.value.id) else None
+    return held if held is not None and not _assigned(node.attr, program, holder.id) else None
 
 
 def _answer(test: ast.AST, value: Any) -> Optional[bool]:

@@ -111,7 +111,7 @@ class BuilderCore:
             if event.kind == "collective" and id(event) not in paired:
                 if event.conds and _single_process(event.conds, self._switches(), self.wraps_ddp()):
                     continue  # `if cfg.distributed: model.module(x) else: model(x)`: one process there
-                if call is not None and self._unwrapped_here(fn, call, event, stack[-1] if stack else None):
+                if call is not None and self._unwrapped_here(fn, call, event, stack, entries):
                     continue  # `evaluate(unwrap(model))`: this way in passes the plain module
                 if call is not None and stack and _field_unwrapped_on_entry(fn, call, event, stack[-1]):
                     continue  # `self.model = self.model.module; self._test_loop(loader)`: plain there
@@ -173,19 +173,27 @@ class BuilderCore:
         return all(m.startswith("torch.") and m.rpartition(".")[2] in _WRAPPERS and m.rpartition(".")[2] != wanted
                    for m in made)
 
-    def _unwrapped_here(self, fn: Function, call: ast.Call, event, caller: Optional[Function] = None) -> bool:
+    def _unwrapped_here(self, fn: Function, call: ast.Call, event, stack: tuple = (), entries: tuple = ()) -> bool:
         """A DDP forward on fn's parameter (`def evaluate(net): net(x)`) where the call entering fn
         passes the plain module for it (`model.module`, `unwrap(model)` returning
-        `m.module if hasattr(m, "module") else m`): not a DDP forward on this way in."""
+        `m.module if hasattr(m, "module") else m`): not a DDP forward on this way in. `stack`,
+        `entries`: the functions on the way and the calls that entered them (reach's)."""
         node = event.node
         if not (event.op.startswith(DDP_FORWARD) and isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
                 and node.func.id in fn.params and not isinstance(fn.node, ast.Module)):
             return False
+        return self._handed_plain(node.func.id, fn, call, stack, entries, 3)
+
+    def _handed_plain(self, param: str, fn: Function, call: ast.Call, stack: tuple, entries: tuple, depth: int) -> bool:
+        """The call entering fn hands `param` the plain module, or hands on a parameter of its
+        own that the call entering the caller does, a few calls up (`evaluate(cfg, model.module
+        if distributed else model)` -> `test_one(model)` -> `step(data, model)`)."""
+        caller = stack[-1] if stack else None
         args = fn.node.args
         positional = [a.arg for a in args.posonlyargs + args.args]
         offset = 1 if fn.cls is not None and positional[:1] in (["self"], ["cls"]) else 0
-        value = keyword(call, node.func.id)
-        index = positional.index(node.func.id) - offset if node.func.id in positional else -1
+        value = keyword(call, param)
+        index = positional.index(param) - offset if param in positional else -1
         if value is None and 0 <= index < len(call.args):
             value = call.args[index]
         if value is not None and _on_self(value) and caller is not None and \
@@ -203,6 +211,9 @@ class BuilderCore:
                 return True  # `model_ema = get_model(cfg, local_rank=-1)`: its `if local_rank >= 0: DDP(...)` left out
             if holds_no_ddp(self.program, value, caller):
                 return True  # rebound to the plain module on every way to this call
+            if depth > 1 and entries and entries[-1] is not None and value.id in caller.params and \
+                    not caller.bindings.get(value.id) and not isinstance(caller.node, ast.Module):
+                return self._handed_plain(value.id, caller, entries[-1], stack[:-1], entries[:-1], depth - 1)
         return value is not None and plain_module(self.program, value, fn, 2)
 
     def _factory_unwrapped(self, call: ast.Call, caller: Function) -> bool:
@@ -249,40 +260,7 @@ class BuilderCore:
         return self._before_setup(fn, 4, ())
 
     def _group_query(self, call: ast.Call, fn: Function) -> bool:
-        if (self.program.qualify(call.func, fn) or "").endswith("distributed.is_initialized"):
-            return True
-        targets = self.program.resolve(call.func, fn)[0]
-        return bool(targets) and all(
-            t.node is not None and not isinstance(t.node, ast.Module) and t.returned and (all(
-                self._asks_the_group(r, t) for r in t.returned) or self._true_past_group_guards(t))
-            for t in targets)
-
-    def _true_past_group_guards(self, fn: Function) -> bool:
-        """`if not dist.is_available(): return False` / `if not dist.is_initialized(): return
-        False` / `return True` (DeiT's `is_dist_avail_and_initialized`): true exactly where the
-        process group is set up, however the helper is named."""
-        body = [s for s in fn.node.body if not (s.__class__ is ast.Expr and isinstance(s.value, ast.Constant))]
-        if len(body) < 2 or body[-1].__class__ is not ast.Return or not is_const(body[-1].value, True):
-            return False
-        asks = []
-        for stmt in body[:-1]:
-            if not (stmt.__class__ is ast.If and not stmt.orelse and len(stmt.body) == 1
-                    and stmt.body[0].__class__ is ast.Return and is_const(stmt.body[0].value, False)
-                    and stmt.test.__class__ is ast.UnaryOp and stmt.test.op.__class__ is ast.Not
-                    and stmt.test.operand.__class__ is ast.Call and not stmt.test.operand.args):
-                return False
-            asked = self.program.qualify(stmt.test.operand.func, fn) or ""
-            asks.append(asked.rpartition(".")[2] if asked.startswith("torch.distributed.") else "")
-        return "is_initialized" in asks and all(a in ("is_available", "is_initialized") for a in asks)
-
-    def _asks_the_group(self, returned: ast.AST, fn: Function) -> bool:
-        """`dist.is_initialized()`, or `dist.is_available() and dist.is_initialized()`."""
-        asked = lambda r, name: r.__class__ is ast.Call and not r.args and \
-            (self.program.qualify(r.func, fn) or "").endswith(f"distributed.{name}")
-        if returned.__class__ is ast.BoolOp and returned.op.__class__ is ast.And:
-            return asked(returned.values[-1], "is_initialized") and all(
-                asked(v, "is_available") for v in returned.values[:-1])
-        return asked(returned, "is_initialized")
+        return group_query(self.program, call, fn)
 
     def _before_setup(self, fn: Function, depth: int, stack: tuple) -> bool:
         """Every call into fn (a few callers up) comes, in its caller's own body and outside any
@@ -2294,3 +2272,43 @@ def reached_from(starts: list, weak: bool = False) -> set:
             todo.extend(t for e in fn.events if e.kind in ("call", "ref")
                         for t in (e.targets + e.weak if weak else e.targets))
     return seen
+
+
+def group_query(program, call: ast.Call, fn: Function) -> bool:
+    """`dist.is_initialized()`, or a local helper that answers it: false until the group is set up."""
+    if (program.qualify(call.func, fn) or "").endswith("distributed.is_initialized"):
+        return True
+    targets = program.resolve(call.func, fn)[0]
+    return bool(targets) and all(
+        t.node is not None and not isinstance(t.node, ast.Module) and t.returned and (all(
+            _asks_the_group(program, r, t) for r in t.returned) or _true_past_group_guards(program, t))
+        for t in targets)
+
+
+def _true_past_group_guards(program, fn: Function) -> bool:
+    """`if not dist.is_available(): return False` / `if not dist.is_initialized(): return
+    False` / `return True` (DeiT's `is_dist_avail_and_initialized`): true exactly where the
+    process group is set up, however the helper is named."""
+    body = [s for s in fn.node.body if not (s.__class__ is ast.Expr and isinstance(s.value, ast.Constant))]
+    if len(body) < 2 or body[-1].__class__ is not ast.Return or not is_const(body[-1].value, True):
+        return False
+    asks = []
+    for stmt in body[:-1]:
+        if not (stmt.__class__ is ast.If and not stmt.orelse and len(stmt.body) == 1
+                and stmt.body[0].__class__ is ast.Return and is_const(stmt.body[0].value, False)
+                and stmt.test.__class__ is ast.UnaryOp and stmt.test.op.__class__ is ast.Not
+                and stmt.test.operand.__class__ is ast.Call and not stmt.test.operand.args):
+            return False
+        asked = program.qualify(stmt.test.operand.func, fn) or ""
+        asks.append(asked.rpartition(".")[2] if asked.startswith("torch.distributed.") else "")
+    return "is_initialized" in asks and all(a in ("is_available", "is_initialized") for a in asks)
+
+
+def _asks_the_group(program, returned: ast.AST, fn: Function) -> bool:
+    """`dist.is_initialized()`, or `dist.is_available() and dist.is_initialized()`."""
+    asked = lambda r, name: r.__class__ is ast.Call and not r.args and \
+        (program.qualify(r.func, fn) or "").endswith(f"distributed.{name}")
+    if returned.__class__ is ast.BoolOp and returned.op.__class__ is ast.And:
+        return asked(returned.values[-1], "is_initialized") and all(
+            asked(v, "is_available") for v in returned.values[:-1])
+    return asked(returned, "is_initialized")

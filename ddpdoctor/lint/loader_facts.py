@@ -1082,7 +1082,15 @@ class LoaderFacts:
         """calls: gets the calls whose result a caller hands the constructor for the iterated
         field (`Trainer(data_loader=data.train_dataloader())`, then `for batch in self.data_loader`)."""
         names: set[tuple[int, str]] = set()
-        for sub in [*walk(iterable), *_held(self.program, iterable, fn)]:
+        subs = [*walk(iterable), *_held(self.program, iterable, fn)]
+        # (`loader = self.loaders[key]`, then `with tqdm(loader) as t: for x in t:`: the entry)
+        subs += [v for sub in subs if sub.__class__ is ast.Name for _, v in fn.bindings.get(sub.id, ())
+                 if v.__class__ is ast.Subscript]
+        # (`self.loaders["train" if train else "val"]`: the entry at either key)
+        subs += [ast.Subscript(value=sub.value, slice=side, ctx=ast.Load()) for sub in subs
+                 if sub.__class__ is ast.Subscript and sub.slice.__class__ is ast.IfExp
+                 for side in (sub.slice.body, sub.slice.orelse) if side.__class__ is ast.Constant and isinstance(side.value, str)]
+        for sub in subs:
             keyed = _key_of(sub)
             if keyed and _self_field(sub.value) and fn.cls is not None:
                 # `self.data_loader["train"]`, filled by a method of the class (the skeleton
@@ -1096,6 +1104,15 @@ class LoaderFacts:
                     if value.__class__ is ast.Dict:
                         names.update((id(scope), held) for k, v in zip(value.keys, value.values)
                                      if is_const(k, key) and (held := last_name(v)))
+                        if calls is not None:
+                            # (`{"train": get_data("train"), ...}`: the builder's call there)
+                            calls.update(id(v) for k, v in zip(value.keys, value.values)
+                                         if is_const(k, key) and v.__class__ is ast.Call)
+                    elif value.__class__ is ast.DictComp and calls is not None and value.value.__class__ is ast.Call \
+                            and _comprehension_keys(self.program, value, scope) & {key}:
+                        # `{split: get_data(args, split) for split in ["train", "val"]}`: the call
+                        # whose result is kept at each key
+                        calls.add(id(value.value))
             elif keyed:
                 names.add((id(fn), keyed))
             name = last_name(sub) if isinstance(sub, (ast.Name, ast.Attribute)) else None
@@ -3844,16 +3861,36 @@ def _call_returned_at(fn: Function, call: ast.AST) -> Optional[int]:
 
 
 def _unpacked_at(fn: Function, call: ast.Call, index: int) -> str:
-    """The name a caller unpacks a call's returned tuple into at position index."""
+    """The name a caller unpacks a call's returned tuple into at position index (also one of
+    several calls unpacked side by side: `(tr_sampler, tr_loader), (_, val_loader) = build(a),
+    build(b)`)."""
     for node in fn.own_of(ast.Assign):
-        if node.value is call and len(node.targets) == 1 \
-                and isinstance(node.targets[0], (ast.Tuple, ast.List)):
-            items = node.targets[0].elts
+        if len(node.targets) != 1:
+            continue
+        target = _unpacked_into(node.targets[0], node.value, call)
+        if isinstance(target, (ast.Tuple, ast.List)):
+            items = target.elts
             if index < len(items) and isinstance(items[index], ast.Name):
                 return items[index].id
             if index < len(items) and isinstance(items[index], ast.Attribute):
                 return items[index].attr  # `self.dataloader, self.dataset = build(opts)`
     return ""
+
+
+def _unpacked_into(target: ast.AST, value: ast.AST, call: ast.Call) -> Optional[ast.AST]:
+    """The part of an assignment's target that receives the call's whole result, matching
+    tuples side by side (and either side of an IfExp); None where it does not."""
+    if value is call:
+        return target
+    if value.__class__ is ast.IfExp:
+        return _unpacked_into(target, value.body, call) or _unpacked_into(target, value.orelse, call)
+    if value.__class__ in (ast.Tuple, ast.List) and target.__class__ in (ast.Tuple, ast.List) and \
+            len(value.elts) == len(target.elts):
+        for part, given in zip(target.elts, value.elts):
+            found = _unpacked_into(part, given, call)
+            if found is not None:
+                return found
+    return None
 
 
 def _reseeded_per_pass(fn: Function, call: ast.Call) -> bool:
@@ -4473,6 +4510,21 @@ def _around_training(loop: ast.AST) -> bool:
                     for part in inner.body for c in walk(part)):
                 return True
     return False
+
+
+def _comprehension_keys(program, comp: ast.DictComp, fn: Function) -> set:
+    """The constant keys `{k: ... for k in ["train", "val"]}` makes (the list written there or
+    bound to the name it iterates); empty where they cannot be told."""
+    if len(comp.generators) != 1 or comp.key.__class__ is not ast.Name or \
+            comp.generators[0].target.__class__ is not ast.Name or comp.generators[0].target.id != comp.key.id:
+        return set()
+    keys: set = set()
+    source = comp.generators[0].iter
+    for value, _ in (program.values_of(source, fn, 2) if source.__class__ is ast.Name else [(source, fn)]):
+        if value.__class__ not in (ast.List, ast.Tuple, ast.Set) or not all(e.__class__ is ast.Constant for e in value.elts):
+            return set()
+        keys.update(e.value for e in value.elts)
+    return keys
 
 
 def _key_of(node: ast.AST) -> str:

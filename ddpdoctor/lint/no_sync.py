@@ -59,7 +59,7 @@ def covered(program, fn: Function, loop: ast.AST) -> Optional[bool]:
         # other side of `hasattr(model, "no_sync")` or `isinstance(model, DDP)`, which every DDP
         # model passes
         parts = [p for p in parts if not program.ranks.uniform(p, fn) and not _every_ddp_passes(program, p, fn)
-                 and not _fsdp_side_off(program, p)]
+                 and not _fsdp_side_off(program, p) and not _period_above_one(p, loop)]
         if all({n.id for n in walk(p) if isinstance(n, ast.Name)} & stepping for p in parts):
             continue  # a test on the micro-step: how no_sync is meant to be used
         if any(isinstance(n, ast.Call) and engine_backward(n, fn) for s in other
@@ -177,6 +177,18 @@ def around_forward(loop: ast.AST) -> list[ast.AST]:
 
 def _uses(loop: ast.AST) -> list[ast.AST]:
     return [n for n in walk(loop) if mentions(n)]
+
+
+def _period_above_one(test: ast.AST, loop: ast.AST) -> bool:
+    """`accum_steps > 1` (or `!= 1`, `>= 2`) of the period the loop steps by (`(i + 1) %
+    accum_steps == 0`): its other side accumulates nothing, so it needs no no_sync."""
+    if not (test.__class__ is ast.Compare and len(test.ops) == 1 and test.comparators[0].__class__ is ast.Constant):
+        return False
+    op, bound = test.ops[0].__class__, test.comparators[0].value
+    if not ((op in (ast.Gt, ast.NotEq) and bound == 1) or (op is ast.GtE and bound == 2)):
+        return False
+    said = text(test.left)
+    return any(n.__class__ is ast.BinOp and n.op.__class__ is ast.Mod and text(n.right) == said for n in walk(loop))
 
 
 def _stepping_names(loop: ast.AST) -> set[str]:

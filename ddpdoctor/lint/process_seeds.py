@@ -34,7 +34,7 @@ import re
 from typing import Any, Optional
 
 from ddpdoctor.lint.defaults import OPTION_TEST, _assigned, config_key_unset, option_off, settled
-from ddpdoctor.lint.fact_builder import _rebound, _single_process, argument_at, loc, set_false_above
+from ddpdoctor.lint.fact_builder import _rebound, _single_process, argument_at, group_query, loc, set_false_above
 from ddpdoctor.lint.nodes import children, param_defaults, walk
 from ddpdoctor.lint.patterns import SCALAR_DRAWS, built_class, call_chain, call_keywords, dotted, is_const, keyword, kept_keywords, last_name, loader_call, loader_dataset, own_keyword, text
 from ddpdoctor.lint.worker_seeds import RANK_WORDS, UnrankedSeed, left_at_zero
@@ -422,7 +422,10 @@ def _judge(seed: Optional[ast.AST], fn: Function, program) -> int:
     fallbacks = True  # every draw a fallback where no usable seed was given
     settings: list[bool] = []  # of each other value: a setting the run's configuration gives
     for value, scope in program.values_of(seed, fn, 3):
+        zero = _zero_before_group(program, value, scope)
         for node in walk(value):
+            if zero and any(id(n) in zero for n in walk(node)):
+                continue  # (`args.seed + get_rank()` is judged by its parts, the call's being 0)
             if RANK_WORDS.search(last_name(node) or "") or program.ranks.is_rank(node, scope):
                 return _PER_RANK
         origin = _origin(value, scope, program)
@@ -449,6 +452,38 @@ def _judge(seed: Optional[ast.AST], fn: Function, program) -> int:
         # (`if seed is None: seed = random.randint(...)`) is each process's own
         return _SAME if on_import and _UNKNOWN not in origins else _UNKNOWN
     return _UNKNOWN if _UNKNOWN in origins else _SAME
+
+
+def _zero_before_group(program, value: ast.AST, fn: Function) -> set[int]:
+    """The ids of the nodes of each rank helper call in value that runs before fn sets up the
+    process group, where the helper answers a constant until the group exists (`def get_rank():
+    if not is_dist_avail_and_initialized(): return 0`): `args.seed + get_rank()` a few lines
+    above `init_process_group` is the seed plus 0 on every rank."""
+    found: set[int] = set()
+    calls = [c for c in walk(value) if c.__class__ is ast.Call and RANK_WORDS.search(last_name(c.func) or "")]
+    if not calls:
+        return found
+    starts = [c.lineno for c in fn.own_calls if program.starts_run([c], fn)]
+    for call in calls:
+        if not starts or min(starts) <= call.lineno:
+            continue
+        targets = program.resolve(call.func, fn)[0]
+        if targets and all(_constant_until_grouped(program, t) for t in targets):
+            found.update(id(n) for n in walk(call))
+    return found
+
+
+def _constant_until_grouped(program, fn: Function) -> bool:
+    """fn's first statement returns a constant where the process group is not set up yet
+    (`if not dist.is_initialized(): return 0`)."""
+    if fn.node is None or isinstance(fn.node, ast.Module):
+        return False
+    body = [s for s in fn.node.body if not (s.__class__ is ast.Expr and isinstance(s.value, ast.Constant))]
+    first = body[0] if body else None
+    return first.__class__ is ast.If and len(first.body) == 1 and first.body[0].__class__ is ast.Return \
+        and first.body[0].value.__class__ is ast.Constant and first.test.__class__ is ast.UnaryOp \
+        and first.test.op.__class__ is ast.Not and first.test.operand.__class__ is ast.Call \
+        and group_query(program, first.test.operand, fn)
 
 
 def _fallback_draw(value: ast.AST, fn: Function, seed: ast.AST) -> bool:
@@ -522,8 +557,9 @@ def _origin(value: ast.AST, fn: Function, program) -> int:
     # (`1111 if "seed" not in params.keys() else params["seed"]`: the test picks a value, it is
     # none; the values are the two sides)
     tests = {id(n) for sub in walk(value) if isinstance(sub, ast.IfExp) for n in walk(sub.test)}
+    zero = _zero_before_group(program, value, fn)  # (a rank helper's 0 before the group exists)
     for node in walk(value):
-        if id(node) in clock or id(node) in tests:
+        if id(node) in clock or id(node) in tests or id(node) in zero:
             continue
         if isinstance(node, ast.Call) and not node.args and not node.keywords and \
                 isinstance(node.func, ast.Attribute) and LOCKSTEP.search(node.func.attr):
@@ -1454,6 +1490,56 @@ def _numbers_drawn(value: ast.AST) -> bool:
         last_name(value.func.value.func) in ("RandomState", "default_rng", "Generator")
 
 
+def _registry_built(program, value: ast.Call) -> list:
+    """The classes `TABLE.build(cfg)` (an mmcv-style registry of the project's) may build: those
+    decorated `@TABLE.register_module()`; empty for any other call."""
+    func = value.func
+    if func.__class__ is not ast.Attribute or func.attr != "build" or func.value.__class__ not in (ast.Name, ast.Attribute):
+        return []
+    table = last_name(func.value) or ""
+    # (the registered classes sit in modules a package's __init__ imports for their decorators)
+    program.read_waiting(re.compile(rf"^@{re.escape(table)}\.register", re.MULTILINE), 16)
+    return [k for k in program._registered_with(table) if program.is_class(k)]
+
+
+def _hands_back_held(program, klass) -> bool:
+    """The class's item method (its own or the nearest base's) only hands back what the object
+    holds, by the index (`return self.img_ids[i]`): its workers call nothing, so nothing they do
+    draws, whatever transform the constructor is handed (the loop applies it in the process)."""
+    for each in [klass, *program.bases(klass)]:
+        if "__iter__" in each.methods:
+            return False
+        method = each.methods.get("__getitem__")
+        if method is not None and method.node is not None:
+            body = [s for s in method.node.body if not (s.__class__ is ast.Expr and isinstance(s.value, ast.Constant))]
+            if not (len(body) == 1 and body[0].__class__ is ast.Return and body[0].value is not None) or \
+                    any(n.__class__ is ast.Call for n in walk(body[0])):
+                return False
+            # (not `return self.base[self.idx[i]]` of a dataset handed in: indexing it runs its
+            # own __getitem__; a field the class fills itself, `self.ids = coco.get_img_ids()`)
+            fields = {n.value.attr for n in walk(body[0]) if n.__class__ is ast.Subscript
+                      and n.value.__class__ is ast.Attribute and n.value.value.__class__ is ast.Name
+                      and n.value.value.id == "self"}
+            return bool(fields) and all(_filled_by_the_class(each, field) for field in fields)
+    return False
+
+
+def _filled_by_the_class(klass, field: str) -> bool:
+    """Every `self.<field> = ...` in the class's methods binds something other than a parameter
+    of the method as handed in (a list it builds, an index it reads), and there is one."""
+    found = False
+    for method in klass.methods.values():
+        if method.node is None:
+            continue
+        for node in method.own_of(ast.Assign):
+            if any(t.__class__ is ast.Attribute and t.attr == field and t.value.__class__ is ast.Name
+                   and t.value.id == "self" for t in node.targets):
+                if node.value.__class__ is ast.Name and node.value.id in method.params:
+                    return False  # (what the caller hands in: a dataset of its own, maybe)
+                found = True
+    return found
+
+
 def _random_in_values(program, node: ast.AST, fn: Function, depth: int, shown: list) -> bool:
     # what `items.append(x)` / `extend` / `insert` put in a list named node, in fn
     added = [call.args[-1] for call in fn.own_calls
@@ -1477,7 +1563,13 @@ def _random_in_values(program, node: ast.AST, fn: Function, depth: int, shown: l
         if _numbers_drawn(value):
             continue  # `np.random.RandomState(0).permutation(n)`: a split's indices, drawn where it is made
         if isinstance(value, ast.Call):
+            registered = _registry_built(program, value)
+            if any(_draws(program, k) for k in registered):
+                shown.extend(registered)
+                return True  # `DATASETS.build(cfg)`: one of the classes registered there, by the config's name
             local = program.callee(value.func, scope)
+            if program.is_class(local) and _hands_back_held(program, local):
+                continue  # `def __getitem__(self, i): return self.ids[i]`: what it is handed never runs in a worker
             if program.is_class(local) or program.is_function(local):
                 # a local class is judged by what it does below, not its name (DLRM's
                 # `RandomDataset(...)` draws synthetic data it seeds itself): its arguments only

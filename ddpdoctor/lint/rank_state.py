@@ -825,7 +825,7 @@ def sharing_helper(program, call: ast.Call, fn: Function) -> str:
     """How a local function the call goes to makes a value every rank's: "in place" where its own
     body runs a collective that shares one (all_reduce, all_gather, broadcast; not a reduce to
     one rank) on one of its parameters, "returned" where on what it makes of one and returns a
-    value; "" where neither."""
+    value (or in place on the very name it returns); "" where neither."""
     modes = [_shares_its_params(program, target) for target in program.resolve(call.func, fn)[0]
              if target.node is not None and not isinstance(target.node, ast.Module)]
     return "in place" if "in place" in modes else "returned" if "returned" in modes else ""
@@ -845,6 +845,9 @@ def _shares_its_params(program, target: Function) -> str:
             made |= {name for name, values in target.bindings.items()
                      if any(isinstance(n, ast.Name) and n.id in made for _, v in values for n in walk(v))}
         returns = any(isinstance(n, ast.Return) and n.value is not None for n in walk(target.node))
+        # (`loss = model(*batch)`, `dist.broadcast(loss, src=0)`, `return loss`: the name it returns
+        # was made alike in place, whatever it was made of)
+        returned = {n.value.id for n in walk(target.node) if n.__class__ is ast.Return and n.value.__class__ is ast.Name}
         for inner in collectives:
             op = program.collective(inner, target)
             if _one_rank_result(inner, op) or \
@@ -857,6 +860,8 @@ def _shares_its_params(program, target: Function) -> str:
                 found = "in place"
                 break
             if handed & made and returns:
+                found = "returned"
+            elif handed & returned and last_name(inner.func) in _IN_PLACE:
                 found = "returned"
     target.__dict__["_shares_params"] = found
     return found
@@ -2235,12 +2240,13 @@ def _tensor_values(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool
                 value = stmt.test.operand if isinstance(stmt.test, ast.UnaryOp) else stmt.test
             if value is None:
                 continue
-        elif _step_helper(builder, fn) and isinstance(stmt.test, ast.Compare) and \
+        elif _step_helper(builder, fn) and isinstance(_unwrapped_bool(stmt.test), ast.Compare) and \
                 any(isinstance(b, (ast.Return, ast.Raise)) for b in stmt.body):
             # `def step(net, x, t): valid = t > 0; if valid.sum() == 0: return 0.0` then the
             # forward and backward, called once per batch: the same test a loop body would make,
-            # on the batch its caller hands it
-            value = _from_the_forward(stmt.test, fn.node, shared) or _from_the_batch(fn, stmt.test, shared)
+            # on the batch its caller hands it (also as `if bool(loss == 0): return`)
+            compare = _unwrapped_bool(stmt.test)
+            value = _from_the_forward(compare, fn.node, shared) or _from_the_batch(fn, compare, shared)
             if value is None:
                 continue
             tested = [stmt.test]  # (its return leaves the helper: the skip is the decision)
@@ -2656,13 +2662,24 @@ def _from_the_loop_batch(test: ast.AST, loop: ast.AST, shared: set[str]) -> Opti
     return test if _ancestry(value_inputs(test), sources, shared) & batch else None
 
 
+def _unwrapped_bool(test: ast.AST) -> ast.AST:
+    """`bool(x)` tests what x tests."""
+    while test.__class__ is ast.Call and test.func.__class__ is ast.Name and test.func.id == "bool" \
+            and len(test.args) == 1 and not test.keywords:
+        test = test.args[0]
+    return test
+
+
 def _step_helper(builder: Builder, fn: Function) -> bool:
     """fn runs a backward of its own and every call into it sits in a loop (a per-batch step
-    helper); not a method a framework calls (its callers are not in the source)."""
+    helper); not a method a framework calls (its callers are not in the source). A call that
+    picks among several functions (a registry's `PIPELINE[cfg.train_func](...)`, also an
+    evaluation's pick) need not be in a loop, where one that is reaches fn."""
     if fn.node is None or isinstance(fn.node, ast.Module) or fn.name.startswith(("on_", "training_step")):
         return False
     sites = builder.callers().get(fn, [])
-    return bool(sites) and all(event.kind == "call" and event.loops > 0 for _, event in sites) and any(
+    return bool(sites) and all(event.kind == "call" and (event.loops > 0 or len(event.targets) > 1)
+                               for _, event in sites) and any(event.loops > 0 for _, event in sites) and any(
         isinstance(c.func, ast.Attribute) and c.func.attr == "backward" for c in fn.own_calls)
 
 
