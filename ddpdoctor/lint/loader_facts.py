@@ -3112,11 +3112,22 @@ class LoaderFacts:
                     # then `instantiate(cfg.dataset, data_list=train)`)
                     for arg in [*call.args, *(k.value for k in call.keywords)]:
                         if arg.__class__ is ast.Name and scope.node is not None:
-                            for held in reaching.reaching_values(scope.node, arg.id, arg, unpacked=True) or ():
-                                for inner in (c for c in walk(held) if c.__class__ is ast.Call):
-                                    draw = self._unseeded_draw(inner, scope) or self._helper_draw(inner, scope)
-                                    if draw:
-                                        return draw
+                            # (a parameter the builder wraps, `TrainData(train_subset)`: what its
+                            # callers unpacked it from, `train, test = train_test_split(ds)`)
+                            ways = [(arg, scope), *((given, caller) for given, caller in self._passed_in(arg, scope, 2)
+                                                    if given.__class__ is ast.Name and caller.node is not None)]
+                            for named, where in ways:
+                                helds = list(reaching.reaching_values(where.node, named.id, named, unpacked=True) or ())
+                                # (`files = files[:n]`, a cut of the list: the list it cuts, as bound there)
+                                helds += [v for held in helds if held.__class__ is ast.Subscript
+                                          and held.slice.__class__ is ast.Slice and held.value.__class__ is ast.Name
+                                          for v in reaching.reaching_values(where.node, held.value.id, held.value,
+                                                                            unpacked=True) or ()]
+                                for held in helds:
+                                    for inner in (c for c in walk(held) if c.__class__ is ast.Call):
+                                        draw = self._unseeded_draw(inner, where) or self._helper_draw(inner, where)
+                                        if draw:
+                                            return draw
                             # (or shuffled in place where it is kept: `random.shuffle(train_files)`,
                             # then `ByteDataset(train_files)` - bGPT's, its `random` seeded by rank)
                             draw = self._reordered_after(arg.id, scope)

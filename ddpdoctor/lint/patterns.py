@@ -955,7 +955,8 @@ def _iterated_into(fn: Function) -> dict[str, list]:
 
 
 def _appended(fn: Function) -> dict[str, list]:
-    """What fn appends to (or extends) each local name by: `name.append(x)` -> x. Kept per function."""
+    """What fn appends to (or extends, or adds to) each local name by: `name.append(x)`, `name +=
+    x` -> x. Kept per function."""
     index = fn.__dict__.get("_appended_by_name")
     if index is None:
         index = fn.__dict__["_appended_by_name"] = {}
@@ -964,6 +965,10 @@ def _appended(fn: Function) -> dict[str, list]:
             if func.__class__ is ast.Attribute and func.attr in ("append", "extend") and \
                     func.value.__class__ is ast.Name and len(call.args) == 1:
                 index.setdefault(func.value.id, []).append(call.args[0])
+        # (and what a sum started at 0 is added: `quantize_loss += q_loss` per step of a rollout)
+        for node in fn.own_of(ast.AugAssign):
+            if node.target.__class__ is ast.Name and node.op.__class__ is ast.Add:
+                index.setdefault(node.target.id, []).append(node.value)
     return index
 
 

@@ -1024,6 +1024,8 @@ _CONFIG_NAME_OPTION = re.compile(
 
 MAX_KEYED_TARGETS = 16  # the classes one config key may name across a config tree
 _TOP_KEY = re.compile(r"^([A-Za-z_][\w-]*)\s*:")
+_TOP_SCALAR = re.compile(r"""^([A-Za-z_]\w*)\s*:\s*["']?([A-Za-z_][\w.]*)["']?\s*$""", re.MULTILINE)
+_TARGET_REF = re.compile(r"""^\s*_target_\s*:\s*["']?\$\{([A-Za-z_]\w*)\}["']?\s*$""")
 
 
 def _keyed_targets(body: str, group: str) -> list[tuple[str, str]]:
@@ -1032,16 +1034,21 @@ def _keyed_targets(body: str, group: str) -> list[tuple[str, str]]:
     nested under a top-level key by that key."""
     found = []
     key = ""
+    # (`_target_: ${target}` with `target: pkg.Agent` at the top: OmegaConf's interpolation)
+    scalars = dict(_TOP_SCALAR.findall(body)) if "${" in body else {}
     for line in body.splitlines():
         top = _TOP_KEY.match(line)
         if top:
             key = top.group(1)
         target = _TARGET.match(line)
-        if target and "." in target.group(1):
+        named = target.group(1) if target else ""
+        if not named and (ref := _TARGET_REF.match(line)):
+            named = scalars.get(ref.group(1), "")
+        if "." in named:
             nested = line[:1].isspace()
             held = key if nested else group
             if held and held != "_target_":
-                found.append((held, target.group(1)))
+                found.append((held, named))
     return found
 
 
@@ -1088,6 +1095,8 @@ def _hydra_imports(script: SourceFile) -> list[tuple[str, ast.AST]]:
         script.hydra_configs.append(str(config))
         group = config.parent.name if config.parent != folder else ""
         for key, target in _keyed_targets(body, group):
+            if target not in targets:
+                targets.append(target)  # (one an interpolation names: `_target_: ${target}`)
             held = script.hydra_keyed.setdefault(key, [])
             if target not in held and len(held) < MAX_KEYED_TARGETS:
                 held.append(target)

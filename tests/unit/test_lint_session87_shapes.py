@@ -727,3 +727,228 @@ def test_a_loader_kept_in_a_table_by_split_with_a_distributed_sampler_is_sharded
     other = SPLIT_TABLE.replace('for split in ["train", "val"]}', 'for split in ["test", "extra"]}')
     assert other != SPLIT_TABLE
     assert not _codes(lint_tree(tmp_path, {"train.py": other}), "DDP802")
+
+
+# -------------------------------------------------- a split drawn by the caller, wrapped in a builder
+# The caller splits the list with scikit-learn's train_test_split and no random_state (nothing
+# seeds numpy); the builder wraps its parameter in a dataset class and shards that: each rank
+# drew its own split, so the sampler shards N different lists.
+WRAPPED_SPLIT = """import torch
+import torch.distributed as dist
+from sklearn.model_selection import train_test_split
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+from torch.nn.parallel import DistributedDataParallel
+
+
+class Patches(Dataset):
+    def __init__(self, items):
+        self.items = items
+
+    def __len__(self):
+        return len(self.items)
+
+    def __getitem__(self, i):
+        return torch.full((4,), float(self.items[i]))
+
+
+def train_loader(train_subset):
+    data = Patches(train_subset)
+    sampler = DistributedSampler(data)
+    return sampler, DataLoader(data, batch_size=4, sampler=sampler)
+
+
+def main():
+    dist.init_process_group("gloo")
+    model = DistributedDataParallel(torch.nn.Linear(4, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    train_items, test_items = train_test_split(list(range(100)), test_size=0.1, shuffle=True)
+    sampler, loader = train_loader(train_items)
+    for epoch in range(3):
+        sampler.set_epoch(epoch)
+        for x in loader:
+            opt.zero_grad()
+            model(x).sum().backward()
+            opt.step()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_split_the_caller_drew_and_the_builder_wraps_is_drawn_apart(tmp_path):
+    found = _codes(lint_tree(tmp_path, {"train.py": WRAPPED_SPLIT}), "DDP803")
+    assert [f.location.line for f in found] == [_line(WRAPPED_SPLIT, "sampler = DistributedSampler(")]
+
+
+def test_a_split_the_caller_drew_with_a_fixed_state_is_alike(tmp_path):
+    # twin: the split takes a fixed random_state, the same on every rank
+    body = WRAPPED_SPLIT.replace("shuffle=True)", "shuffle=True, random_state=0)")
+    assert body != WRAPPED_SPLIT
+    assert not _codes(lint_tree(tmp_path, {"train.py": body}), "DDP803")
+
+
+# -------------------------------------------------- a cut of a list a helper shuffled apart
+# Python's random is seeded with the rank; a helper shuffles the list and splits it; the script
+# cuts the training part to whole batches before wrapping it: the cut keeps the order each rank
+# drew, so the sampler shards N different lists.
+CUT_AFTER_SHUFFLE = """import random
+import torch
+import torch.distributed as dist
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+from torch.nn.parallel import DistributedDataParallel
+
+
+class Patches(Dataset):
+    def __init__(self, items):
+        self.items = items
+
+    def __len__(self):
+        return len(self.items)
+
+    def __getitem__(self, i):
+        return torch.full((4,), float(self.items[i]))
+
+
+def split_items(items):
+    random.shuffle(items)
+    cut = int(len(items) * 0.1)
+    return items[cut:], items[:cut]
+
+
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+random.seed(42 + rank)
+model = DistributedDataParallel(torch.nn.Linear(4, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+train_items, val_items = split_items(list(range(100)))
+batches = len(train_items) // 4
+train_items = train_items[:batches * 4]
+train_set = Patches(train_items)
+sampler = DistributedSampler(train_set)
+loader = DataLoader(train_set, batch_size=4, sampler=sampler)
+for epoch in range(3):
+    sampler.set_epoch(epoch)
+    for x in loader:
+        opt.zero_grad()
+        model(x).sum().backward()
+        opt.step()
+"""
+
+
+def test_a_cut_of_a_list_shuffled_apart_is_drawn_apart(tmp_path):
+    found = _codes(lint_tree(tmp_path, {"train.py": CUT_AFTER_SHUFFLE}), "DDP803")
+    assert [f.location.line for f in found] == [_line(CUT_AFTER_SHUFFLE, "sampler = DistributedSampler(")]
+
+
+def test_a_cut_of_a_list_shuffled_alike_is_alike(tmp_path):
+    # twin: the seed leaves the rank out, every rank draws the same order
+    body = CUT_AFTER_SHUFFLE.replace("random.seed(42 + rank)", "random.seed(42)")
+    assert body != CUT_AFTER_SHUFFLE
+    assert not _codes(lint_tree(tmp_path, {"train.py": body}), "DDP803")
+
+
+# -------------------------------------------------- a loss summed round the wrapper, term by term
+# The rollout adds each step's loss to sums started at 0, every term computed by the module
+# inside the DDP wrapper: the backward of the sums prepares no reducer and all-reduces nothing.
+SUMMED_ROUND = """import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+
+class Heads(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encoder = torch.nn.Linear(4, 4)
+        self.decoder = torch.nn.Linear(4, 1)
+
+
+dist.init_process_group("gloo")
+net = DistributedDataParallel(Heads())
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+for step in range(10):
+    x = torch.randn(8, 4)
+    code_loss, decode_loss = 0, 0
+    for k in range(3):
+        z = net.module.encoder(x)
+        code_loss += z.pow(2).mean()
+        decode_loss += net.module.decoder(z).abs().mean()
+    opt.zero_grad()
+    (code_loss + decode_loss).backward()
+    opt.step()
+"""
+
+
+def test_a_loss_summed_from_terms_round_the_wrapper_bypasses_it(tmp_path):
+    found = _codes(lint_tree(tmp_path, {"train.py": SUMMED_ROUND}), "DDP810")
+    assert [f.location.line for f in found] == [_line(SUMMED_ROUND, "(code_loss + decode_loss).backward()")]
+
+
+def test_a_loss_summed_from_a_term_of_the_wrappers_forward_goes_through_it(tmp_path):
+    # twin: one term comes from the wrapper's own forward (a module whose forward runs both)
+    body = SUMMED_ROUND.replace(
+        "        self.decoder = torch.nn.Linear(4, 1)\n",
+        "        self.decoder = torch.nn.Linear(4, 1)\n\n    def forward(self, x):\n        return self.decoder(self.encoder(x))\n",
+    ).replace("        decode_loss += net.module.decoder(z).abs().mean()\n", "        decode_loss += net(x).abs().mean()\n")
+    assert body != SUMMED_ROUND
+    assert not _codes(lint_tree(tmp_path, {"train.py": body}), "DDP810")
+
+
+# -------------------------------------------------- a Hydra `_target_` named through an interpolation
+# The config names the agent class as `_target_: ${target}`, with `target: agent.Agent` at its
+# top; the script instantiates it after joining the group. The agent's update is read: its loss
+# goes round the wrapper.
+HYDRA_SCRIPT = """import hydra
+import torch.distributed as dist
+
+
+@hydra.main(config_path="cfgs", config_name="config")
+def main(cfg):
+    dist.init_process_group("gloo")
+    agent = hydra.utils.instantiate(cfg.agent)
+    for step in range(10):
+        agent.update()
+
+
+if __name__ == "__main__":
+    main()
+"""
+HYDRA_AGENT = """import torch
+from torch.nn.parallel import DistributedDataParallel
+
+
+class Parts(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = torch.nn.Linear(4, 4)
+        self.head = torch.nn.Linear(4, 1)
+
+
+class Agent:
+    def __init__(self, lr):
+        self.net = DistributedDataParallel(Parts())
+        self.opt = torch.optim.SGD(self.net.parameters(), lr=lr)
+
+    def update(self):
+        loss = self.net.module.head(self.net.module.body(torch.randn(8, 4))).pow(2).mean()
+        self.opt.zero_grad()
+        loss.backward()
+        self.opt.step()
+"""
+HYDRA_CONFIG = """target: agent.Agent
+agent:
+  _target_: ${{{key}}}
+  lr: 0.1
+"""
+
+
+def test_a_class_a_config_names_through_an_interpolation_is_read(tmp_path):
+    files = {"train.py": HYDRA_SCRIPT, "agent.py": HYDRA_AGENT, "cfgs/config.yaml": HYDRA_CONFIG.format(key="target")}
+    found = _codes(lint_tree(tmp_path, files), "DDP810")
+    assert [f.location.line for f in found] == [_line(HYDRA_AGENT, "loss.backward()")]
+
+
+def test_an_interpolation_to_no_key_names_no_class(tmp_path):
+    # twin: the interpolation names a key the config does not hold
+    files = {"train.py": HYDRA_SCRIPT, "agent.py": HYDRA_AGENT, "cfgs/config.yaml": HYDRA_CONFIG.format(key="agent_class")}
+    assert not _codes(lint_tree(tmp_path, files), "DDP810")
