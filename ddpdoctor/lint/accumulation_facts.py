@@ -295,10 +295,11 @@ class AccumulationFacts:
         if isinstance(k, ast.Attribute) and config_settles(k, self.program) == {1}:
             return True  # `i % cfg.optimizer.step == 0` with `step: 1` in every config beside the script
         if isinstance(k, ast.Attribute) and isinstance(k.value, ast.Name) and _sub_config(k.value.id, fn) and \
-                not _assigned(k.attr, self.program) and k.attr not in self.program.option_defaults() and \
+                not _assigned(k.attr, self.program) and k.attr not in self.program.declared_defaults() and \
                 not _declared_field(k.attr, self.program) and self.program.config_key_anywhere(k.attr) == {1}:
             # `cfg.grad_acc_steps` of a section handed in or picked by name (DIAMOND's `cfg =
-            # getattr(self._cfg, name).training`), 1 wherever a config sets it
+            # getattr(self._cfg, name).training`), 1 wherever a config sets it (a key the configs
+            # give is no command-line option a launch raises: only a declared one is)
             return True
         if isinstance(k, ast.Name) and k.id in fn.params and not fn.bindings.get(k.id):
             return given_constants(self.callers(), fn, k.id) == {1}

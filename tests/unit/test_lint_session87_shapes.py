@@ -952,3 +952,54 @@ def test_an_interpolation_to_no_key_names_no_class(tmp_path):
     # twin: the interpolation names a key the config does not hold
     files = {"train.py": HYDRA_SCRIPT, "agent.py": HYDRA_AGENT, "cfgs/config.yaml": HYDRA_CONFIG.format(key="agent_class")}
     assert not _codes(lint_tree(tmp_path, files), "DDP810")
+
+
+# -------------------------------------------------- a section's count in the Hydra config the run reads
+# The Hydra config the script's `@hydra.main` names sets `accumulate: 1` in every section; each part
+# picks its section by name. A key the configs give is no command-line option a launch raises.
+HYDRA_SECTIONS = """import hydra
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class Runner:
+    def __init__(self, settings):
+        self.settings = settings
+        self.models = {"encoder": DDP(torch.nn.Linear(4, 4)), "decoder": DDP(torch.nn.Linear(4, 4))}
+
+    def fit_part(self, name, steps):
+        section = getattr(self.settings, name).training
+        model = self.models[name]
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for i in range(steps):
+            model(torch.randn(2, 4)).sum().backward()
+            if (i + 1) % section.accumulate == 0:
+                opt.step()
+                opt.zero_grad()
+
+
+@hydra.main(config_path="config", config_name="trainer")
+def main(cfg):
+    dist.init_process_group("gloo")
+    runner = Runner(cfg)
+    for name in ("encoder", "decoder"):
+        runner.fit_part(name, 10)
+
+
+if __name__ == "__main__":
+    main()
+"""
+HYDRA_SECTIONS_CONFIG = "encoder:\n  training:\n    accumulate: 1\n    lr: 0.1\ndecoder:\n  training:\n    accumulate: {k}\n    lr: 0.2\n"
+
+
+def test_a_count_every_hydra_section_sets_to_1_accumulates_nothing(tmp_path):
+    files = {"train.py": HYDRA_SECTIONS, "config/trainer.yaml": HYDRA_SECTIONS_CONFIG.format(k=1)}
+    assert not _codes(lint_tree(tmp_path, files), "DDP805")
+
+
+def test_a_count_one_hydra_section_sets_to_4_accumulates(tmp_path):
+    # twin: one section accumulates over 4 passes
+    files = {"train.py": HYDRA_SECTIONS, "config/trainer.yaml": HYDRA_SECTIONS_CONFIG.format(k=4)}
+    found = _codes(lint_tree(tmp_path, files), "DDP805")
+    assert [f.location.line for f in found] == [_line(HYDRA_SECTIONS, "model(torch.randn(2, 4)).sum().backward()")]
