@@ -295,11 +295,10 @@ class AccumulationFacts:
         if isinstance(k, ast.Attribute) and config_settles(k, self.program) == {1}:
             return True  # `i % cfg.optimizer.step == 0` with `step: 1` in every config beside the script
         if isinstance(k, ast.Attribute) and isinstance(k.value, ast.Name) and _sub_config(k.value.id, fn) and \
-                not _assigned(k.attr, self.program) and k.attr not in self.program.declared_defaults() and \
+                not _assigned(k.attr, self.program) and self._section_key(k, fn) and \
                 not _declared_field(k.attr, self.program) and self.program.config_key_anywhere(k.attr) == {1}:
             # `cfg.grad_acc_steps` of a section handed in or picked by name (DIAMOND's `cfg =
-            # getattr(self._cfg, name).training`), 1 wherever a config sets it (a key the configs
-            # give is no command-line option a launch raises: only a declared one is)
+            # getattr(self._cfg, name).training`), 1 wherever a config sets it
             return True
         if isinstance(k, ast.Name) and k.id in fn.params and not fn.bindings.get(k.id):
             return given_constants(self.callers(), fn, k.id) == {1}
@@ -315,6 +314,17 @@ class AccumulationFacts:
         if isinstance(k, ast.Attribute) and isinstance(k.value, ast.Name) and k.value.id == "self":
             return self._field_one(k, fn)
         return False
+
+    def _section_key(self, k: ast.Attribute, fn: Function) -> bool:
+        """The key is no command-line option: not one the options declare or a launch gives, or,
+        where only the Hydra configs give it, read off a section picked in fn (`cfg =
+        getattr(self._cfg, name).training`) - not off the config handed in, whose keys a launch
+        overrides (`accum_iter=20` in a script the lint does not see)."""
+        if k.attr not in self.program.option_defaults():
+            return True
+        return k.attr not in self.program.declared_defaults() and bool(fn.bindings.get(k.value.id)) and \
+            self.program.option_defaults()[k.attr] == 1 and \
+            all(v == 1 for v in self.program.launch_candidates().get(k.attr, ()))
 
     def _config_one(self, value: ast.AST, fn: Function) -> bool:
         """A config read that every config beside the script sets to 1: `cfg["optim"]["accum"]`,

@@ -3125,7 +3125,10 @@ class LoaderFacts:
                                                                             unpacked=True) or ()]
                                 for held in helds:
                                     for inner in (c for c in walk(held) if c.__class__ is ast.Call):
-                                        draw = self._unseeded_draw(inner, where) or self._helper_draw(inner, where)
+                                        # (a caller's own: a library's split only - a dataset it builds
+                                        # may be another split's, drawing under its own arguments)
+                                        draw = self._unseeded_draw(inner, where) or (
+                                            self._helper_draw(inner, where) if where is scope else "")
                                         if draw:
                                             return draw
                             # (or shuffled in place where it is kept: `random.shuffle(train_files)`,

@@ -2241,12 +2241,13 @@ def _tensor_values(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool
             if value is None:
                 continue
         elif _step_helper(builder, fn) and isinstance(_unwrapped_bool(stmt.test), ast.Compare) and \
-                any(isinstance(b, (ast.Return, ast.Raise)) for b in stmt.body):
+                any(isinstance(b, (ast.Return, ast.Raise)) or _exit_call(b) for b in stmt.body):
             # `def step(net, x, t): valid = t > 0; if valid.sum() == 0: return 0.0` then the
             # forward and backward, called once per batch: the same test a loop body would make,
             # on the batch its caller hands it (also as `if bool(loss == 0): return`)
             compare = _unwrapped_bool(stmt.test)
-            value = _from_the_forward(compare, fn.node, shared) or _from_the_batch(fn, compare, shared)
+            value = _from_the_forward(compare, fn.node, shared) or _from_the_batch(fn, compare, shared) or \
+                _backpropagated_param(fn, compare, shared)
             if value is None:
                 continue
             tested = [stmt.test]  # (its return leaves the helper: the skip is the decision)
@@ -2663,11 +2664,35 @@ def _from_the_loop_batch(test: ast.AST, loop: ast.AST, shared: set[str]) -> Opti
 
 
 def _unwrapped_bool(test: ast.AST) -> ast.AST:
-    """`bool(x)` tests what x tests."""
-    while test.__class__ is ast.Call and test.func.__class__ is ast.Name and test.func.id == "bool" \
-            and len(test.args) == 1 and not test.keywords:
-        test = test.args[0]
-    return test
+    """`bool(x)` tests what x tests; so do `x.any()`, `x.all()`, `x.item()` and `x.data` of a
+    comparison (`if (loss != loss).data.any():`, a NaN test)."""
+    while True:
+        if test.__class__ is ast.Call and test.func.__class__ is ast.Name and test.func.id == "bool" \
+                and len(test.args) == 1 and not test.keywords:
+            test = test.args[0]
+        elif test.__class__ is ast.Call and test.func.__class__ is ast.Attribute and \
+                test.func.attr in ("any", "all", "item") and not test.args and not test.keywords:
+            test = test.func.value
+        elif test.__class__ is ast.Attribute and test.attr == "data":
+            test = test.value
+        else:
+            return test
+
+
+def _backpropagated_param(fn: Function, test: ast.AST, shared) -> Optional[ast.AST]:
+    """A parameter the test reads that fn itself backpropagates (`def optimize(self, loss): if
+    (loss != loss).any(): exit()` ... `loss.backward()`): the loss its caller computed from the
+    rank's own batch. None where there is none (or it was shared)."""
+    _, _, losses = _loop_dataflow(fn.node)
+    backpropagated = {n.id for v in losses for n in walk(v) if n.__class__ is ast.Name}
+    return next((n for n in walk(test) if n.__class__ is ast.Name and n.id in fn.params
+                 and n.id in backpropagated and n.id not in shared), None)
+
+
+def _exit_call(stmt: ast.stmt) -> bool:
+    """`exit()`, `sys.exit(1)`, `quit()` as a statement: the process leaves there."""
+    call = stmt.value if stmt.__class__ is ast.Expr else None
+    return call.__class__ is ast.Call and (last_name(call.func) or "") in ("exit", "quit", "_exit")
 
 
 def _step_helper(builder: Builder, fn: Function) -> bool:
@@ -2677,10 +2702,24 @@ def _step_helper(builder: Builder, fn: Function) -> bool:
     evaluation's pick) need not be in a loop, where one that is reaches fn."""
     if fn.node is None or isinstance(fn.node, ast.Module) or fn.name.startswith(("on_", "training_step")):
         return False
-    sites = builder.callers().get(fn, [])
-    return bool(sites) and all(event.kind == "call" and (event.loops > 0 or len(event.targets) > 1)
-                               for _, event in sites) and any(event.loops > 0 for _, event in sites) and any(
+    return _per_batch(builder, fn, 2) and any(
         isinstance(c.func, ast.Attribute) and c.func.attr == "backward" for c in fn.own_calls)
+
+
+def _per_batch(builder: Builder, fn: Function, depth: int) -> bool:
+    """Every call into fn sits in a loop (or picks fn among several), one at least in a loop; or
+    is made, outside any loop, by a function that is itself called so (`trainer.iter()` once a
+    batch, whose body calls `self.optimize(loss)`)."""
+    sites = builder.callers().get(fn, [])
+    if not sites or not all(event.kind == "call" for _, event in sites):
+        return False
+    looped = lambda event: event.loops > 0 or len(event.targets) > 1
+    if all(looped(event) for _, event in sites) and any(event.loops > 0 for _, event in sites):
+        return True
+    return depth > 1 and all(event.loops > 0 or (caller is not fn and caller.node is not None
+                                               and not isinstance(caller.node, ast.Module)
+                                               and _per_batch(builder, caller, depth - 1))
+                             for caller, event in sites)
 
 
 def _none_tested(test: ast.AST) -> Optional[ast.AST]:
@@ -2934,9 +2973,10 @@ def _effect(builder: Builder, fn: Function, stmt: ast.stmt, item: _Stmt, ddp: bo
             work = _work(builder, fn, scope, ddp)
             if work:
                 return own, work
-        if own == "return" and after_only and returns and not isinstance(fn.node, ast.Module):
+        if own in ("return", "exit") and after_only and returns and not isinstance(fn.node, ast.Module):
             # a step helper's `if np.isnan(loss_val): return` before its backward: the rank
-            # that returns skips what follows in this call, the others run it
+            # that returns skips what follows in this call, the others run it (so does the
+            # rank that exits there: `if (loss != loss).any(): exit()`)
             work = _work(builder, fn, _continuation(fn.node.body, stmt), ddp)
             if work and not _pairs(builder, fn, branch, work, ddp):
                 return own, work

@@ -1003,3 +1003,71 @@ def test_a_count_one_hydra_section_sets_to_4_accumulates(tmp_path):
     files = {"train.py": HYDRA_SECTIONS, "config/trainer.yaml": HYDRA_SECTIONS_CONFIG.format(k=4)}
     found = _codes(lint_tree(tmp_path, files), "DDP805")
     assert [f.location.line for f in found] == [_line(HYDRA_SECTIONS, "model(torch.randn(2, 4)).sum().backward()")]
+
+
+def test_a_count_read_off_the_hydra_config_handed_in_may_be_raised_at_launch(tmp_path):
+    # twin: the whole config is handed in and its top-level count read; a launch overrides such a
+    # key on the command line (`accumulate=20`), so the finding stands on that assumption
+    body = HYDRA_SECTIONS.replace("    def fit_part(self, name, steps):\n        section = getattr(self.settings, name).training\n",
+                                  "    def fit_part(self, name, steps, section):\n").replace(
+        "runner.fit_part(name, 10)", "runner.fit_part(name, 10, cfg)")
+    assert body.count("section") == 2
+    files = {"train.py": body, "config/trainer.yaml": "accumulate: 1\nlr: 0.1\n"}
+    found = _codes(lint_tree(tmp_path, files), "DDP805")
+    assert [f.location.line for f in found] == [_line(body, "model(torch.randn(2, 4)).sum().backward()")]
+
+
+# -------------------------------------------------- a NaN test that exits, in the optimizer's helper
+# The trainer's per-batch `iter()` hands its loss to `optimize(loss)`, which exits on a NaN before
+# the backward: a rank whose batch gave a NaN leaves, the others wait in the gradient all-reduce.
+EXITS_ON_NAN = """import torch
+import torch.distributed as dist
+from torch.utils.data import DataLoader, DistributedSampler
+from torch.nn.parallel import DistributedDataParallel
+
+
+class Trainer:
+    def __init__(self):
+        self.model = DistributedDataParallel(torch.nn.Linear(4, 1))
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)
+
+    def optimize(self, loss):
+        if (loss != loss).data.any():
+            print("NaN detected")
+            exit()
+        self.opt.zero_grad()
+        loss.backward()
+        self.opt.step()
+
+    def iter(self, x):
+        loss = self.model(x).pow(2).mean()
+        self.optimize(loss)
+
+
+def main():
+    dist.init_process_group("gloo")
+    trainer = Trainer()
+    items = [torch.randn(4) for _ in range(64)]
+    sampler = DistributedSampler(items)
+    loader = DataLoader(items, batch_size=4, sampler=sampler)
+    for epoch in range(3):
+        sampler.set_epoch(epoch)
+        for x in loader:
+            trainer.iter(x)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_nan_test_that_exits_before_the_backward_in_a_per_batch_helper(tmp_path):
+    found = _codes(lint_tree(tmp_path, {"train.py": EXITS_ON_NAN}), "DDP809")
+    assert [f.location.line for f in found] == [_line(EXITS_ON_NAN, "if (loss != loss).data.any():")]
+
+
+def test_a_nan_test_that_only_warns_before_the_backward_decides_nothing(tmp_path):
+    # twin: the helper only reports the NaN and goes on to the backward
+    body = EXITS_ON_NAN.replace("            exit()\n", "")
+    assert body != EXITS_ON_NAN
+    assert not _codes(lint_tree(tmp_path, {"train.py": body}), "DDP809")
