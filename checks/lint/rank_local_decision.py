@@ -37,7 +37,9 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
           dist.is_initialized():`, whose other side is one process); also a side that stops the job
           on such a test after a collective of its own
           (`if not math.isfinite(loss.item()): dump(all_gather(x)); sys.exit(1)`: the others,
-          in their backward, never join it); also a LightningModule's `training_step` returning None on such a test
+          in their backward, never join it), or exits before the backward in a helper that
+          runs it once a batch (`def optimize(self, loss): if (loss != loss).data.any():
+          exit()`, called from the per-batch `iter()`); also a LightningModule's `training_step` returning None on such a test
           (Lightning then skips that rank's backward alone), and a `raise` on such a test that
           a broad handler around it swallows (`except Exception:` without raising again, or
           with a way through that does not, `if fail_safe: restart() else: raise`: the rank
