@@ -255,12 +255,9 @@ class BuilderCore:
         """`dist.is_initialized()` (or a local helper returning it) asked in fn, where every way
         into fn runs before the script sets up the process group (nndepth's `dataloader.setup()`
         a few lines above `init_process_group`): false there, whatever the run."""
-        if not (test.__class__ is ast.Call and self._group_query(test, fn)):
+        if not (test.__class__ is ast.Call and group_query(self.program, test, fn)):
             return False
         return self._before_setup(fn, 4, ())
-
-    def _group_query(self, call: ast.Call, fn: Function) -> bool:
-        return group_query(self.program, call, fn)
 
     def _before_setup(self, fn: Function, depth: int, stack: tuple) -> bool:
         """Every call into fn (a few callers up) comes, in its caller's own body and outside any

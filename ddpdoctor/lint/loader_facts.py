@@ -11,7 +11,7 @@ from typing import Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint.fact_builder import (pinned_constants, _cond_false, _fn_loops, switch_form, rank_guards, _single_process, _statement_blocks, _switched, _test_of,
-                                         argument_at, given_constants, loc, never_true, ruled_out)
+                                         argument_at, given_constants, group_query, loc, never_true, ruled_out)
 from ddpdoctor.lint.defaults import DIST_SWITCH, LAUNCH_WORDS, off_at_launch, option_value, runs_once_at_launch, settled
 from ddpdoctor.lint.nodes import children, param_defaults, source_lines, walk
 from ddpdoctor.lint.process_seeds import _off_by_default as _seed_option_unset, _on_import, _seeds_direct_path, _with_own_calls, seed_has_rank, seeded_per_rank
@@ -1861,7 +1861,7 @@ class LoaderFacts:
         for cond, _ in fn.__dict__.get("_call_conds", {}).get(id(call), ()):
             test = _test_of(cond) if cond.startswith("not ") else None
             if test is not None and test.__class__ is ast.UnaryOp and test.operand.__class__ is ast.Call \
-                    and test.operand.func.__class__ in (ast.Name, ast.Attribute) and self._group_query(test.operand, fn):
+                    and test.operand.func.__class__ in (ast.Name, ast.Attribute) and group_query(self.program, test.operand, fn):
                 return True
             if not cond.startswith("not ") and self._none_only_undistributed(_test_of(cond), fn, call):
                 return True

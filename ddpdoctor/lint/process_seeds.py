@@ -1497,8 +1497,12 @@ def _registry_built(program, value: ast.Call) -> list:
     if func.__class__ is not ast.Attribute or func.attr != "build" or func.value.__class__ not in (ast.Name, ast.Attribute):
         return []
     table = last_name(func.value) or ""
-    # (the registered classes sit in modules a package's __init__ imports for their decorators)
-    program.read_waiting(re.compile(rf"^@{re.escape(table)}\.register", re.MULTILINE), 16)
+    # (the registered classes sit in modules a package's __init__ imports for their decorators:
+    # those are read once a table, not at each `.build(...)` the values lead to)
+    asked = program.__dict__.setdefault("_registries_read", set())
+    if table not in asked:
+        asked.add(table)
+        program.read_waiting(re.compile(rf"^@{re.escape(table)}\.register", re.MULTILINE), 16)
     return [k for k in program._registered_with(table) if program.is_class(k)]
 
 
