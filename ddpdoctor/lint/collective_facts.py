@@ -42,6 +42,30 @@ class GuardedCollective:
     other_ways: list[str] = field(default_factory=list)
 
 
+def _paired_tests(sides: dict[tuple, tuple]) -> set[tuple]:
+    """The rank tests of a function that pair up, one of each side, in the order they come
+    (`if local_rank not in [-1, 0]: barrier()` ... `if local_rank == 0: barrier()`, the "rank 0
+    first" pair): each rank passes one of the two. A test left over - a third `if local_rank in
+    [-1, 0]: test()` whose helper reaches the closing barrier again, after the pair has closed -
+    is rank 0's alone (SentiLARE's test set, loaded through the cache helper after training).
+    {(file, line, side) of the tests paired: the two sides of one `if rank == 0: ... else:` pair too}."""
+    if any(nested for _, nested in sides.values()):
+        # (a closure's test - rank 0 signalling from `work()`, the others' loop answering - runs
+        # when it is called, not where it is written: the order says nothing, both sides pair)
+        polarities = {polarity for polarity, _ in sides.values()}
+        return set(sides) if {"zero", "nonzero"} <= polarities else set()
+    open_: list[tuple] = []
+    paired: set[tuple] = set()
+    for place, (polarity, _) in sorted(sides.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0)):
+        flip = {"zero": "nonzero", "nonzero": "zero"}.get(polarity)
+        peer = next((i for i in range(len(open_) - 1, -1, -1) if open_[i][1] == flip), None)
+        if peer is None:
+            open_.append((place, polarity))
+            continue
+        paired.update((open_.pop(peer)[0], place))
+    return paired
+
+
 class CollectiveFacts:
     """Mixin of lint/facts.FactBuilder over lint/fact_builder.BuilderCore's walks: DDP801."""
 
@@ -237,7 +261,7 @@ class CollectiveFacts:
         # function reads its enclosing function's rank, so they pair as one: rank 0 signals from
         # a closure (`if rank == 0: broadcast(flag)`) that the others' loop in the enclosing
         # `else:` side answers (`while True: broadcast(flag)`)
-        polarities: dict[tuple, set[str]] = {}
+        polarities: dict[tuple, dict[tuple, str]] = {}
         for fn in self.functions:
             candidates: list[tuple[Guard, GuardedCollective]] = []
             if any(event.guards for event in fn.events) and self.never_run(fn):
@@ -324,6 +348,12 @@ class CollectiveFacts:
                     # (a switch the run as launched takes - `if not opt.evolve:` with --evolve a
                     # store_true - is no assumption: every launch goes that way)
                     test_assumption, given = guard.test.assumption, guard.test.given
+                    if guard.test.open and all(_taken_at_launch(part, self.program) and declared_off(part, self.program)
+                                               for part in guard.test.open):
+                        # `if args.do_eval and local_rank in [-1, 0]:`, --do_eval a store_true that
+                        # every launch beside the script gives: the run's switch, no assumption
+                        # (ranks.py words it first); one merely on by default stays said
+                        test_assumption = test_assumption.partition(" on every rank")[2].removeprefix(", and ")
                     settled = self._opened_by_a_call(fn, guard, event.loops)
                     if settled:
                         # `if local_rank not in [-1, 0] and split != "train":` with a call handing
@@ -332,6 +362,11 @@ class CollectiveFacts:
                         given = f"{given}, {settled}" if given else settled
                     assumption = _assume(test_assumption, tuple(
                         (c, flag) for c, flag in here + tuple(conds) if not (flag and _taken_at_launch(c, self.program))))
+                    if asked and f"`{asked}`" not in assumption:
+                        # `if args.save_frequency > 0 and ...:` with the count declared 0: a run
+                        # that asks for the saves by name
+                        said = f"`{asked}` holds (an option off by default)"
+                        assumption = f"{assumption}, and {said}" if assumption else said
                     # (not a switch every launch beside the script gives: `--wandb` in each of them)
                     switched = [c for c in self.switched_on_only(fn) if not _taken_at_launch(c, self.program)]
                     if switched:
@@ -387,12 +422,13 @@ class CollectiveFacts:
                         balanced.add(guard.branch)
             for guard, found in candidates:
                 polarities.setdefault((_outermost(fn), _op_kind(found.op), guard.test.key),
-                                      set()).add(guard.test.polarity)
+                                      {})[(guard.file, guard.line, guard.side)] = (guard.test.polarity,
+                                                                                   _outermost(fn) is not fn)
                 if guard.branch not in balanced:
                     kept.append((fn, guard, found))
         ways: dict[tuple, list[str]] = {}
         for fn, guard, found in kept:
-            if {"zero", "nonzero"} <= polarities[(_outermost(fn), _op_kind(found.op), guard.test.key)]:
+            if (guard.file, guard.line, guard.side) in _paired_tests(polarities[(_outermost(fn), _op_kind(found.op), guard.test.key)]):
                 continue
             key = (found.location.file, found.location.line)
             # one finding per place: the proven one before one that rests on a switch on the way

@@ -186,11 +186,24 @@ def required_when_distributed(program: Program) -> frozenset:
 def declared_off(test_text: str, program: Program) -> bool:
     """`args.val_only` where the option is declared false by default (a store_true): on, the
     run is one a launch asks for by name, whatever the launches beside the script do."""
+    counted = _COUNT_ON.match(test_text)
+    if counted:
+        # `args.save_frequency > 0` with the option declared 0: a count that switches the work
+        # on (a save every N epochs) - asked for by name, as a store_true is
+        if _assigned(counted.group(1), program):
+            return False
+        defaults = program.declared_defaults()
+        return counted.group(1) in defaults and defaults[counted.group(1)] == 0 and \
+            defaults[counted.group(1)] is not False
     found = OPTION_TEST.match(test_text)
     if not found or test_text.endswith(" is not None") or _assigned(found.group(1), program):
         return False
     defaults = program.declared_defaults()
     return found.group(1) in defaults and defaults[found.group(1)] is False
+
+
+# `args.save_every > 0`, `opt.eval_freq >= 1`, `args.n != 0`: a count's test that turns work on
+_COUNT_ON = re.compile(r"^(?:[\w.]+\.)?(\w+) (?:> 0|>= 1|!= 0)$")
 
 
 def option_value(node: ast.AST, program: Program) -> Any:

@@ -1674,6 +1674,10 @@ def _cond_false(fn: Function, call: ast.Call, cond: str, flag: bool, context: tu
         if stem.isidentifier():
             given = _switched(fn, call, stem, context, none_only=True)
             return given is not None and given == cond.endswith(" is None")
+    if not flag and cond.endswith(")") and (".pop(" in cond or ".get(" in cond):
+        given = _keyword_taken(fn, call, _test_of(cond), context)
+        if given is not None:
+            return given is False
     if not flag:
         return _compared_false(fn, cond, call, (), context)
     if cond.startswith("not ") and cond[4:].isidentifier():
@@ -1695,6 +1699,40 @@ def _cond_false(fn: Function, call: ast.Call, cond: str, flag: bool, context: tu
         # (an evaluation pass through the training loop's helper): the local's own test, asked
         return _cond_false(fn, call, text(value), False, context)
     return False
+
+
+def _keyword_taken(fn: Function, call: ast.Call, test: Optional[ast.AST], context: tuple) -> Optional[bool]:
+    """`if kwargs.pop("sync", False):` on fn's own `**kwargs`: the truth of what the way in
+    gives for that key - its keyword, or the default where no call on the way names it, through
+    callers that hand their `**kwargs` on (`log_end(**kwargs)` -> `_log(**kwargs)`). None where
+    not known (a dict spread of another kind, a value that is not a constant)."""
+    if not (test.__class__ is ast.Call and test.func.__class__ is ast.Attribute and test.func.attr in ("pop", "get")
+            and test.func.value.__class__ is ast.Name and 1 <= len(test.args) <= 2 and not test.keywords
+            and test.args[0].__class__ is ast.Constant and isinstance(test.args[0].value, str)):
+        return None
+    holder, key = test.func.value.id, test.args[0].value
+    default = test.args[1] if len(test.args) == 2 else ast.Constant(None)
+    pairs = list(context)
+    while True:
+        kwarg = fn.node.args.kwarg if fn.node is not None and not isinstance(fn.node, ast.Module) else None
+        if kwarg is None or kwarg.arg != holder:
+            return None
+        named = [k.value for k in call.keywords if k.arg == key]
+        if named:
+            value = named[0]
+            break
+        spread = [k.value for k in call.keywords if k.arg is None]
+        if not spread:
+            value = default
+            break
+        # handed on from the caller's own `**kwargs`: asked again there, a call up
+        if len(spread) != 1 or spread[0].__class__ is not ast.Name or not pairs or pairs[-1][1] is None:
+            return None
+        holder = spread[0].id
+        fn, call = pairs.pop()
+    if value.__class__ is not ast.Constant:
+        return None
+    return bool(value.value)
 
 
 # Wrappers none of which derives from another: a model built by one is never an instance of the other.

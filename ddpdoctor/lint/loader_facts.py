@@ -503,7 +503,8 @@ class LoaderFacts:
                     keyword(call, "num_workers") is None or is_const(keyword(call, "num_workers"), 0)),
                 # a name says evaluation (`dataset_dev`, VoxCeleb's dev split), but a loop that runs
                 # backward iterating it says training: the use, not the name
-                evaluation=evaluation or (named and not trains) or self._training_side_apart(fn, call),
+                evaluation=evaluation or (named and not trains) or self._training_side_apart(fn, call)
+                or (not trains and _table_read(fn, call, name) is False),
                 prepared_by="accelerate" if framework == "accelerate" and handed else None,
                 prepared_under=switched.get(name, "") if name else "",
                 apart_from_accelerate=framework == "accelerate" and not handed and not self._near_accelerator(fn),
@@ -4705,6 +4706,55 @@ def _read_by_its_key(receiver: ast.AST, fn: Function, call: ast.Call, own: str) 
                     v is call or (own and v.__class__ is ast.Name and v.id == own)):
                 return True
     return False
+
+
+def _table_read(fn: Function, call: ast.Call, name: str) -> Optional[bool]:
+    """A loader fn keeps in a table by key (`loaders[kind] = loader`, or with its sampler,
+    `loaders[kind] = (loader, sampler)`) and reads in a loop over the table's items (`for kind,
+    (loader, sampler) in loaders.items(): for batch in tqdm(loader): ... backward()`): True where
+    such a read runs a backward, False where every one runs none (an evaluation's table, read
+    under no_grad), None where the loader is not read so. Each table apart: two loops that bind
+    one name to the training and the evaluation loaders (Trajectron's `data_loader`) stay apart."""
+    if not name or "." in name or isinstance(fn.node, ast.Module) or fn.node is None:
+        return None
+    stored = []  # (table, position or None) of the stores of the loader bound at this call
+    for node in fn.own_of(ast.Assign):
+        target = node.targets[0]
+        if not (target.__class__ is ast.Subscript and target.value.__class__ is ast.Name):
+            continue
+        parts = node.value.elts if node.value.__class__ is ast.Tuple else [node.value]
+        for position, part in enumerate(parts):
+            if part.__class__ is ast.Name and part.id == name and \
+                    any(v is call for v in reaching.reaching_values(fn.node, name, node) or ()):
+                stored.append((target.value.id, position if node.value.__class__ is ast.Tuple else None))
+    if not stored:
+        return None
+    verdicts = []
+    for loop in fn.own_of(ast.For):
+        it = loop.iter
+        if not (it.__class__ is ast.Call and it.func.__class__ is ast.Attribute and it.func.attr in ("items", "values")
+                and it.func.value.__class__ is ast.Name and not it.args):
+            continue
+        for table, position in stored:
+            if it.func.value.id != table:
+                continue
+            held = loop.target.elts[1] if it.func.attr == "items" and loop.target.__class__ is ast.Tuple \
+                and len(loop.target.elts) == 2 else loop.target if it.func.attr == "values" else None
+            if position is not None:
+                held = held.elts[position] if held.__class__ is ast.Tuple and len(held.elts) > position else None
+            if held.__class__ is not ast.Name:
+                continue
+            alias = held.id
+            # the passes over the loader inside: `for b in loader`, `for b in tqdm(loader)`, or
+            # over a name bound to such a wrapping (`pbar = tqdm(loader)`; `for b in pbar`)
+            wrapped = {alias} | {t.id for n in walk(loop) if n.__class__ is ast.Assign and len(n.targets) == 1
+                                 for t in n.targets if t.__class__ is ast.Name
+                                 and alias in {x.id for x in walk(n.value) if x.__class__ is ast.Name}}
+            passes = [inner for inner in walk(loop) if inner is not loop and inner.__class__ is ast.For
+                      and {x.id for x in walk(inner.iter) if x.__class__ is ast.Name} & wrapped]
+            verdicts += [any(n.__class__ is ast.Call and n.func.__class__ is ast.Attribute and n.func.attr == "backward"
+                             for n in walk(inner)) for inner in passes]
+    return any(verdicts) if verdicts else None
 
 
 def _dict_held(fn: Function, call: ast.Call) -> str:

@@ -2434,6 +2434,16 @@ def _ddp_made(program: Program, value: ast.AST, fn: Function, depth: int = 2) ->
     if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in SELF_RETURNING \
             and ddp_call(program, value.func.value, fn):
         return value.func.value, fn  # `DistributedDataParallel(model, ...).to(device)` (CompTransTTS)
+    if depth > 0 and isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
+            value.func.attr in SELF_RETURNING and isinstance(value.func.value, ast.Name):
+        # `self.model = model.to(self.device)` on a trainer handed the wrapper: what the name
+        # holds, the callers' argument for a parameter (DLMC's BaseTrainer)
+        for held, scope in program.values_of(value.func.value, fn, 2):
+            # (a name the values stop at - the module's `model` a constructor was handed - once more)
+            for inner, where in (program.values_of(held, scope, 1) if held.__class__ is ast.Name else [(held, scope)]):
+                found = _ddp_made(program, inner, where, depth - 1) if inner is not value else None
+                if found is not None:
+                    return found
     if depth > 0 and isinstance(value, ast.Call):
         target = program.callee(value.func, fn)
         targets = [target] if program.is_function(target) else \
@@ -3403,7 +3413,7 @@ def _class_buffered(program: Program, klass, seen: set, given: Optional[dict] = 
             # classmethod loads to copy weights from, nanoGPT's `GPT2LMHeadModel.from_pretrained`)
             return True
         target = program.callee(node.func, klass.module.body)
-        if program.is_class(target) and _class_buffered(program, target, seen):
+        if program.is_class(target) and _class_buffered(program, target, seen, _built_with(program, klass, target, node)):
             return True
         if program.is_function(target) and target not in seen and not isinstance(target.node, ast.Module):
             # `self.blip = blip_pretrain(...)`, a factory returning `BLIP_Pretrain(...)` (ImageReward);
@@ -3435,6 +3445,17 @@ def _class_buffered(program: Program, klass, seen: set, given: Optional[dict] = 
     if any(_batchnorm_family(base) for base in program.library_bases(klass)):
         return True
     return any(_class_buffered(program, b, seen) for b in program.bases(klass))
+
+
+def _built_with(program: Program, klass, part, call: ast.Call) -> Optional[dict]:
+    """The constants the class's constructor hands a part it builds (`norm = "GN"`, then
+    `self.fuse = Linear(n, n, norm=norm)`): the sides of the part's own `if norm == "BN":` they
+    rule out build nothing for it (LaneGCN's GroupNorm blocks). None outside __init__."""
+    init = program.method(klass, "__init__")
+    if init is None or init.node is None or init.node.__class__ is ast.Module or \
+            not init.node.lineno <= call.lineno <= (init.node.end_lineno or init.node.lineno):
+        return None
+    return _construction_constants(program, part, call, init) or None
 
 
 def _construction_constants(program: Program, klass, call: ast.Call, scope: Function) -> dict:

@@ -903,8 +903,21 @@ def _names_a_transform(program, value: ast.AST, method) -> bool:
     not the flag that picks a side (`torch.randint(0, 2, (n,)) if flip else torch.zeros(n)`, a
     per-item flip mask drawn once, in the process that builds the dataset), nor a draw itself."""
     sides = (value.body, value.orelse) if isinstance(value, ast.IfExp) else (value,)
-    return any(ARGUMENT_WORDS.search(text(side, 4000)) for side in sides
+    return any(ARGUMENT_WORDS.search(_without_flags(side)) for side in sides
                if not (isinstance(side, ast.Call) and (program.qualify(side.func, method) or "").startswith(_DRAWS)))
+
+
+def _without_flags(node: ast.AST) -> str:
+    """The value's text less the switches it hands on by their own name (`augment=self.augment`,
+    `flip=False`): a flag passed down (Trajectron's `partial(process_scene, augment=self.augment)`
+    indexing its scenes) names no transform; a transform handed under that name still does."""
+    said = text(node, 4000)
+    for kw in walk(node):
+        if kw.__class__ is ast.keyword and kw.arg and ARGUMENT_WORDS.search(kw.arg) and (
+                (kw.value.__class__ is ast.Constant and isinstance(kw.value.value, bool)) or
+                (kw.value.__class__ in (ast.Name, ast.Attribute) and last_name(kw.value) == kw.arg)):
+            said = said.replace(f"{kw.arg}={text(kw.value)}", "")
+    return said
 
 
 def _helper_built_read(program, method, read_text: str) -> bool:

@@ -1268,7 +1268,39 @@ class Program:
                 for position, each in enumerate(names):
                     if each is not None and names.index(each) == position:
                         sites.setdefault(each, []).append((node, position, len(names)))
-        return self._elements([(node, i, w, fn) for node, i, w in sites.get(name, ())])
+        return self._elements([(node, i, w, fn) for node, i, w in sites.get(name, ())]) + \
+            self._unpacked_from_table(name, fn)
+
+    def _unpacked_from_table(self, name: str, fn: Function) -> list[tuple[ast.AST, Function]]:
+        """`for kind, (loader, sampler) in loaders.items():` where fn fills the table with
+        `loaders[kind] = (DataLoader(...), sampler)`: that element of the tuples it stores
+        (Trajectron's loaders by node type, each with its sampler)."""
+        sites = fn.__dict__.get("_table_unpacking")
+        if sites is None:  # name -> (table, position, width), one walk of fn's loops
+            sites = fn.__dict__["_table_unpacking"] = {}
+            for loop in fn.own_of(ast.For):
+                it = loop.iter
+                if not (it.__class__ is ast.Call and it.func.__class__ is ast.Attribute and not it.args
+                        and it.func.attr in ("items", "values") and it.func.value.__class__ is ast.Name):
+                    continue
+                held = loop.target.elts[1] if it.func.attr == "items" and loop.target.__class__ is ast.Tuple \
+                    and len(loop.target.elts) == 2 else loop.target if it.func.attr == "values" else None
+                if held.__class__ in (ast.Tuple, ast.List):
+                    for position, each in enumerate(held.elts):
+                        if each.__class__ is ast.Name:
+                            sites.setdefault(each.id, []).append((it.func.value.id, position, len(held.elts)))
+        out = []
+        for table, position, width in sites.get(name, ()):
+            for node in fn.own_of(ast.Assign):
+                target = node.targets[0]
+                if target.__class__ is ast.Subscript and target.value.__class__ is ast.Name and \
+                        target.value.id == table and node.value.__class__ is ast.Tuple and len(node.value.elts) == width:
+                    element = node.value.elts[position]
+                    # (the binding that reaches the store: two loops may bind one name to two loaders)
+                    bound = reaching.reaching_values(fn.node, element.id, node) \
+                        if element.__class__ is ast.Name and fn.node is not None else None
+                    out.extend([(v, fn) for v in bound] if bound else self.values_of(element, fn))
+        return out
 
     def indexed(self, node: ast.Subscript, fn: Function) -> list[tuple[ast.AST, Function]]:
         """What `helper()[i]` reads, for a constant i and a local helper (mmcv's

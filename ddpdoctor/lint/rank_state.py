@@ -257,7 +257,8 @@ def _attribute_state(builder: Builder, methods: list, ddp: bool, everyone: list 
                     for attr in _answer_reads(method, local)]
         if not read:
             continue
-        effect = _effect(builder, fn, stmt, item, ddp, parted=True)
+        effect = _effect(builder, fn, stmt, item, ddp, parted=True) or \
+            _nested_effect(builder, fn, stmt, item, ddp, parted=True, told=frozenset(local))
         if effect is None:
             continue
         setter_fn, setter = local[read[0]]
@@ -970,7 +971,8 @@ def _rank_state(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
             continue
         if _settled_apart(builder, fn, decided, name):
             continue
-        effect = _effect(builder, fn, stmt, item, ddp)
+        effect = _effect(builder, fn, stmt, item, ddp) or \
+            _nested_effect(builder, fn, stmt, item, ddp, told=frozenset(k.rpartition(".")[2] for k in local))
         if effect is None and rereads:
             # `while epoch < max_epochs:` - the rank whose value is ahead leaves the loop
             work = _work(builder, fn, list(stmt.body), ddp)
@@ -3141,6 +3143,37 @@ def _helper_exits_cleanly(program, stmt: ast.stmt, fn: Function) -> bool:
             _never_returns(program, stmt.value, fn)):
         return False
     return all(_ends([t.node.body[-1]]) == "exit" for t in program.resolve(stmt.value.func, fn)[0])
+
+
+def _nested_effect(builder: Builder, fn: Function, stmt: ast.stmt, item: _Stmt, ddp: bool,
+                   parted: bool = False, told: frozenset = frozenset()) -> Optional[tuple[str, str]]:
+    """The leave a rank-local test holds a further test above: `if val >= best: stale += 1;
+    if stale >= patience: break` (best lowered by rank 0 alone). The rank whose test goes the
+    other way never reaches the inner leave - its counter is reset in the `else:` - so the
+    ranks part there; told at the outer test, whose value is the rank-local one. (Inner tests
+    only within this pass: a nested loop's break leaves that loop, not this one.)"""
+    if not isinstance(stmt, ast.If):
+        return None
+
+    def down(body: list) -> Iterator[ast.If]:
+        for node in body:
+            if isinstance(node, ast.If):
+                yield node
+                yield from down(node.body)
+                yield from down(node.orelse)
+            elif isinstance(node, (ast.With, ast.AsyncWith)):
+                yield from down(node.body)
+
+    # (not an `elif`: a test of its own, read as one where it reads the value)
+    orelse = [] if len(stmt.orelse) == 1 and isinstance(stmt.orelse[0], ast.If) else stmt.orelse
+    for inner in (*down(stmt.body), *down(orelse)):
+        if told & {n.id if n.__class__ is ast.Name else n.attr for n in walk(inner.test)
+                   if n.__class__ is ast.Name or n.__class__ is ast.Attribute}:
+            continue  # (an inner test on a rank-local value of its own: told at that test)
+        effect = _effect(builder, fn, inner, item, ddp, parted=parted)
+        if effect is not None:
+            return effect
+    return None
 
 
 def _ends(branch: list) -> Optional[str]:

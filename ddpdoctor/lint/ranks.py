@@ -24,7 +24,7 @@ from typing import Any, Optional
 
 from ddpdoctor.core.torch_names import RECEIVING
 from ddpdoctor.lint import reaching
-from ddpdoctor.lint.defaults import DIST_SWITCH as _DIST_SWITCH, config_settles, default_truth
+from ddpdoctor.lint.defaults import DIST_SWITCH as _DIST_SWITCH, config_settles, default_truth, settled
 from ddpdoctor.lint.nodes import param_defaults, walk
 from ddpdoctor.lint.options import declared_options
 from ddpdoctor.lint.patterns import (RANK_CALLS, RANK_ENV, RankTest, _dict_call_literal, _dispatched, dotted, env_key, is_const,
@@ -388,6 +388,9 @@ class RankFlow:
             return bool(name) and not node.args and not node.keywords and RANK_NAME.match(name) is not None \
                 and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) \
                 and bool(fn.module.imports.get(node.func.value.id))
+        if node.__class__ is ast.Attribute and node.value.__class__ is ast.Name and \
+                self._module_constant(node, fn):
+            return False  # `ptu.dist_rank` of a module that only ever sets it to 0: 0 on every rank
         if isinstance(node, ast.Attribute) and node.attr in self.program.rank_option_unset() and \
                 (node.value.__class__ is ast.Name and node.value.id != "self" or _on_self(node.value)):
             return False  # `opts.rank` no launch hands and no code that runs sets (an init_process_group(rank=opts.rank) in a helper nothing calls included): its default everywhere
@@ -1652,11 +1655,40 @@ class RankFlow:
         holds = branch[0].test if branch[1] == "body" else ast.UnaryOp(op=ast.Not(), operand=branch[0].test)
         if self.single_process(holds, fn):
             return True
+        if self._ruled_out_at_launch(branch[0].test, branch[1] == "body", fn):
+            # `ddp = is_torchrun and not cfg.use_deepspeed` with the config the script loads
+            # saying DeepSpeed: `if ddp: master = rank == 0` never runs, the `else: master = True` does
+            return True
         # (`if num_gpus > 1: ddp_setup(); cfg["gpu_id"] = local_rank` / `else: cfg["gpu_id"] = 0`:
         # the side beside the one that sets up the process group never does)
         other = branch[0].orelse if branch[1] == "body" else branch[0].body
         mine = branch[0].body if branch[1] == "body" else branch[0].orelse
         return self._sets_up(other, fn) and not self._sets_up(mine, fn)
+
+    def _module_constant(self, node: ast.Attribute, fn: Function) -> bool:
+        """`mod.dist_rank` of a local module that binds it only to constants - at its top level
+        and in its functions that declare it `global` (CT2's `set_gpu_mode`, `dist_rank = 0` with
+        the rank left in a comment): the same value on every rank, whatever its name says."""
+        owner = self.program.symbol(node.value.id, fn)
+        if owner.__class__.__name__ != "Module" or owner.body is None:
+            return False
+        values = [v for _, v in owner.body.bindings.get(node.attr, ())]
+        for inner in owner.functions.values():
+            if inner.node is not None and any(g.__class__ is ast.Global and node.attr in g.names
+                                              for g in walk(inner.node)):
+                values += [v for _, v in inner.bindings.get(node.attr, ())]
+                values += [None for n in walk(inner.node) if n.__class__ is ast.AugAssign
+                           and n.target.__class__ is ast.Name and n.target.id == node.attr]
+        return bool(values) and all(v.__class__ is ast.Constant for v in values)
+
+    def _ruled_out_at_launch(self, test: ast.AST, body: bool, fn: Function) -> bool:
+        """The side (body, or else) of `if test:` the run as launched never takes: the test, or
+        the one value its plain name is bound to, settled by the options and configs read."""
+        if test.__class__ is ast.Name:
+            bound = fn.bindings.get(test.id, ())
+            test = bound[0][1] if len(bound) == 1 else test
+        truth = settled(test, self.program)
+        return truth is (not body)
 
     def _sets_up(self, stmts: list, fn: Function) -> bool:
         """The statements call init_process_group, or a local function that does."""

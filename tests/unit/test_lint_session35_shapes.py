@@ -546,10 +546,11 @@ def test_its_twin_evaluating_the_copy_the_factory_left_unwrapped_runs_no_collect
 
 # -------------------------------------------------- the options a written-down launch gives
 def test_a_switch_the_launch_script_gives_puts_the_branch_on_the_run(tmp_path):
-    # the store_true twin above: `--eval_first` in the repository's own run.sh is the run
+    # the store_true twin above: `--eval_first` in the repository's own run.sh is the run (and,
+    # given by every launch, no assumption the finding rests on: an error since session 88)
     source = OPTION_OFF.replace("{default}", "False")
     (tmp_path / "run.sh").write_text("torchrun --nproc_per_node 8 \\\n  train.py --eval_first \\\n  --lr 0.1\n")
-    assert at(lint_plain(tmp_path, source), "DDP801") == [(line_of(source, "the evaluation's barrier"), "warning")]
+    assert at(lint_plain(tmp_path, source), "DDP801") == [(line_of(source, "the evaluation's barrier"), "error")]
 
 
 def test_launches_that_disagree_give_no_value(tmp_path):
