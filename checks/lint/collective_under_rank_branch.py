@@ -29,7 +29,10 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         class whose constructor keeps one, `self.roberta = RobertaModel(config)` - a BART, Marian,
         Pegasus or Blenderbot generator's `final_logits_bias`; not a BatchNorm its constructor builds only on a side of its own
         argument the construction rules out, `Model(core_name="mlp")` past `if core_name ==
-        "pointnet":`; also a DDP model a training helper hands back as it was given,
+        "pointnet":`, nor in a part its owner's constructor builds with a constant that rules
+        that side out (`norm = "GN"`, then `self.block = Block(n, m, norm=norm)` past the block's
+        `elif norm == "BN":`); also a DDP model a training helper hands back as it was given,
+        or a trainer keeps moved (`self.model = model.to(device)` of the wrapper it is handed),
         `model, loss = train_one_epoch(model, ...)`; a builder unpacked from a table of
         networks, `net, w = table[arch]; net(weights=w)`, or a Hydra `instantiate(cfg.model)`
         of the classes the `model` config group names, stands for them as most of them are),
@@ -76,7 +79,12 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         `if rank == 0: broadcast(flag)`, the others answer in the enclosing `else:` loop) -
         unless the way in already took one side away (rank 0's call into a helper that holds
         the pair reaches its own barrier alone) or the entering call's constants switch a side
-        off (`not evaluate` entered with `evaluate=True`). A test of a name that holds a
+        off (`not evaluate` entered with `evaluate=True`). The pairs are counted in the
+        order they come: a third `if local_rank in [-1, 0]: test(...)` past a pair that has
+        closed, whose helper reaches the closing barrier again, is rank 0's alone. A keyword a
+        helper pops from its `**kwargs` (`if kwargs.pop("sync", False): barrier()`, a logger's
+        timing mark) is read on each way in, through callers that hand their `**kwargs` on:
+        `log.mark("save_end", sync=True)` on rank 0's side waits alone. A test of a name that holds a
         function or class the program defines (`not evaluate`, `evaluate` the module's own
         evaluation function) is true: its block never runs, and the other side of the pair is
         then one-sided. A rank test's other part on a parameter that a call every rank makes
@@ -109,7 +117,8 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         DDP forward).
         Reported as an error when the code proves the branch differs between ranks; as a
         warning, naming the assumption, when the test also reads a value the source does not
-        show (`if args.logs and is_master(args):` splits the ranks only if `args.logs` is set),
+        show (`if args.logs and is_master(args):` splits the ranks only if `args.logs` is set;
+        not a store_true every launch beside the script gives, the run's own switch),
         or under a test of what is on disk (`if not os.path.exists("vocab.txt"):`: what an
         earlier run left) - except the missing side of the run's own checkpoint, a file the
         script saves itself: its first run always takes that side. A warning too past a `while`
@@ -117,7 +126,8 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         self.step < self.lr_anneal_steps:`, guided-diffusion's loop, with no `break`): its final
         rank-0 save runs only on a launch that sets it. A warning too where every way
         into the function that holds the branch passes a switch off by default (`if
-        args.val_only: evaluate(...)`, a store_true): the training run never gets there, and the
+        args.val_only: evaluate(...)`, a store_true; also a count declared 0 that turns the work
+        on, `if args.save_every > 0 and ...`): the training run never gets there, and the
         finding names the switch a run that hangs is launched with.
         A switch that is a field of a local config class (`distribute_layers: bool = False`),
         declared with one constant default and assigned nowhere the lint reads, is taken at

@@ -15,7 +15,9 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
         runs a collective - on a value only some ranks hold:
         - a variable assigned or updated only under a rank test (rank 0 counts the epochs
           without improvement of its validation loss; every rank then runs
-          `if stale > patience: break`), also through names every rank makes from it (rank 0
+          `if stale > patience: break`; or rank 0 alone lowers `best`, and every rank steps
+          its counter under `if loss >= best:` and leaves at a test inside it,
+          `if stale >= patience: break` - told at the test on `best`), also through names every rank makes from it (rank 0
           alone appends to `history`; every rank tests `recent = [m["wer"] for m in
           history[-k:]]`), or over a setting every rank read first (rank 0
           alone resumes `begin_epoch` from a checkpoint, or every rank resumes `step` from the

@@ -13,7 +13,8 @@ def save_on_every_rank(facts: LintFacts) -> list[Problem] | Skipped:
     What it detects:
         A `torch.save` that every rank reaches - no rank test around it nor around any call
         that leads to it - to a path that does not depend on the rank, in a script that sets
-        up a process group; and one under a per-node test (`if local_rank == 0:`,
+        up a process group (a "rank" a helper module only ever sets to a constant, `ptu.dist_rank
+        = 0` with the real rank left in a comment, tests nothing); and one under a per-node test (`if local_rank == 0:`,
         `rank % ngpus_per_node == 0`), which one rank on every node reaches: the global rank
         0 is meant; and one every rank reaches whose path differs only by the rank within a
         node (`final_{local_rank}.pt`, or mp.spawn's index where the script makes the global

@@ -14,7 +14,9 @@ def set_epoch_missing(facts: LintFacts) -> list[Problem] | Skipped:
         A shuffling DistributedSampler whose loader is iterated epoch after epoch, while
         nothing calls `set_epoch` on it (on the sampler, or on `loader.sampler`; a sampler kept
         in a table by split is set by its key, `self.config["sampler"]["train"].set_epoch(e)`
-        for `sampler = {"train": train_sampler, ...}` handed on), or calls
+        for `sampler = {"train": train_sampler, ...}` handed on, and one kept beside its loader
+        in a table by kind, `loaders[kind] = (loader, sampler)`, by the loop over the table's
+        items that unpacks it - a table of loaders read so under no_grad is an evaluation's), or calls
         it with a constant (`sampler.set_epoch(0)` inside the epoch loop, a counter set
         once and never advanced - or advanced only under a rank test, `if not rank: epoch
         += 1`, which leaves every other rank's epoch where it started - or a value the

@@ -72,7 +72,9 @@ def worker_seeds_without_rank(facts: LintFacts) -> list[Problem] | Skipped:
         source shows drawing no random numbers (the first two ways too: alike seeds then draw
         nothing alike; a library's dataset, whose transforms may draw, is still reported), nor
         one whose item method only hands back what the class filled itself (`return
-        self.img_ids[i]`: the transform it was handed runs in the process, not the workers) - draws
+        self.img_ids[i]`: the transform it was handed runs in the process, not the workers; a
+        flag its constructor hands on by its own name, `partial(make_row, augment=self.augment)`,
+        names no transform) - draws
         from a generator `__getitem__` makes from the index and hands to a helper of the class
         (`rng = np.random.RandomState(idx)`, `self.pick(rng)`) included. Nor is a loader no
         sampler or rank shards where the ranks are split into model-parallel groups or pipeline
