@@ -20,7 +20,7 @@ from ddpdoctor.lint.ranks import GPU_COUNT, SPAWNERS
 from ddpdoctor.lint.patterns import (GLOBAL_DRAWS, library_scaler_backward, _dict_call_literal, _grad_context, call_chain, call_keywords, dotted, hf_trainer_class, is_const, keyword, last_name, loader_call, loader_dataset,
                                      own_keyword, plain_loss, text)
 from ddpdoctor.lint.pins import program_floor
-from ddpdoctor.lint.program import Function, Klass, is_property
+from ddpdoctor.lint.program import Function, Klass, is_property, table_values_bound
 from ddpdoctor.lint import reaching
 from ddpdoctor.lint.walker import side_conds
 from ddpdoctor.lint.value_flow import root_name, loop_invariant, outer_loop, unread_by_constructor, reaches_return
@@ -4731,15 +4731,11 @@ def _table_read(fn: Function, call: ast.Call, name: str) -> Optional[bool]:
         return None
     verdicts = []
     for loop in fn.own_of(ast.For):
-        it = loop.iter
-        if not (it.__class__ is ast.Call and it.func.__class__ is ast.Attribute and it.func.attr in ("items", "values")
-                and it.func.value.__class__ is ast.Name and not it.args):
-            continue
+        read, values = table_values_bound(loop)
         for table, position in stored:
-            if it.func.value.id != table:
+            if read != table:
                 continue
-            held = loop.target.elts[1] if it.func.attr == "items" and loop.target.__class__ is ast.Tuple \
-                and len(loop.target.elts) == 2 else loop.target if it.func.attr == "values" else None
+            held = values
             if position is not None:
                 held = held.elts[position] if held.__class__ is ast.Tuple and len(held.elts) > position else None
             if held.__class__ is not ast.Name:

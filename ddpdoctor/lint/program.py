@@ -218,6 +218,19 @@ class Module:
     import_branches: dict[str, list] = field(default_factory=dict)
 
 
+def table_values_bound(loop: ast.For) -> tuple[str, Optional[ast.AST]]:
+    """(the table, the target its values land in) of `for key, value in table.items():` or `for
+    value in table.values():` over a plain name; ("", None) for any other loop."""
+    it = loop.iter
+    if not (it.__class__ is ast.Call and it.func.__class__ is ast.Attribute and not it.args
+            and it.func.attr in ("items", "values") and it.func.value.__class__ is ast.Name):
+        return "", None
+    if it.func.attr == "values":
+        return it.func.value.id, loop.target
+    target = loop.target
+    return (it.func.value.id, target.elts[1]) if target.__class__ is ast.Tuple and len(target.elts) == 2 else ("", None)
+
+
 def _returned_closures(maker: Function) -> list[Function]:
     """The functions a factory defines inside itself and returns (`def fn(model): ...; return
     fn`): what calling its answer runs."""
@@ -1279,16 +1292,11 @@ class Program:
         if sites is None:  # name -> (table, position, width), one walk of fn's loops
             sites = fn.__dict__["_table_unpacking"] = {}
             for loop in fn.own_of(ast.For):
-                it = loop.iter
-                if not (it.__class__ is ast.Call and it.func.__class__ is ast.Attribute and not it.args
-                        and it.func.attr in ("items", "values") and it.func.value.__class__ is ast.Name):
-                    continue
-                held = loop.target.elts[1] if it.func.attr == "items" and loop.target.__class__ is ast.Tuple \
-                    and len(loop.target.elts) == 2 else loop.target if it.func.attr == "values" else None
+                table, held = table_values_bound(loop)
                 if held.__class__ in (ast.Tuple, ast.List):
                     for position, each in enumerate(held.elts):
                         if each.__class__ is ast.Name:
-                            sites.setdefault(each.id, []).append((it.func.value.id, position, len(held.elts)))
+                            sites.setdefault(each.id, []).append((table, position, len(held.elts)))
         out = []
         for table, position, width in sites.get(name, ()):
             for node in fn.own_of(ast.Assign):
