@@ -22,7 +22,8 @@ def save_on_every_rank(facts: LintFacts) -> list[Problem] | Skipped:
         `mp.spawn(train, args=(node_rank * ngpus, ...))` then `rank=offset + gpu`): the same
         local rank of every node writes it. These two
         only where the source is written for several nodes (it names a node rank, the number
-        of nodes or a SLURM node id - not in a package function the script never runs, a
+        of nodes or a SLURM node id, or a launch beside it - a shell script, or a command of
+        the README's blocks that runs this script - starts it on several nodes; not in a package function the script never runs, a
         vendored SLURM set-up beside its own one-node launch, nor an option counting nodes
         that no code reads, such as a graph model's `--node_num`, nor a launch script that sets
         its own variables to one node, `export NUM_NODES=1` then `--nnodes=$NUM_NODES`): code

@@ -595,6 +595,22 @@ def multi_node_launch(script: Path, read: list) -> Optional[tuple[str, int]]:
                 read.append(str(launch))
             shown = os.path.relpath(launch, here) if here in launch.parents else str(launch)
             return shown, body.count("\n", 0, match.start()) + 1
+    # the README's command blocks: a command that runs this script on several nodes (CAR's
+    # `torchrun --nproc_per_node=8 --nnodes=... --node_rank=... train.py`)
+    runs = _runs(script)
+    for readme, blocks in _readmes(script):
+        for start, _, command in _logical_lines(blocks):
+            if command.lstrip().startswith("#") or not runs.search(command) or _multi_node_line(command) is None:
+                continue
+            try:
+                whole = readme.read_text(errors="replace")
+            except OSError:
+                break
+            first = blocks[start:blocks.find("\n", start) if "\n" in blocks[start:] else len(blocks)]
+            if str(readme) not in read:
+                read.append(str(readme))
+            shown = os.path.relpath(readme, here) if here in readme.parents else str(readme)
+            return shown, whole.count("\n", 0, max(0, whole.find(first))) + 1
     # found none: a launch script added later is a miss through the cache's launch_listing
     return None
 

@@ -532,3 +532,40 @@ def test_a_rank_global_set_only_to_zero_guards_nothing(tmp_path):
 def test_a_rank_global_set_from_the_group_is_a_rank_test(tmp_path):
     files = {"train.py": PTU_TRAIN, "ptu.py": PTU.replace("VALUE", "dist.get_rank()")}
     assert not _codes(lint_tree(tmp_path, files, script="train.py"), "DDP806")
+
+
+# ------------------------------------------ a README that launches the script on several nodes
+# The per-node writer (`local_rank == 0`) saves one checkpoint path; the README's command block
+# starts the script with torchrun over several nodes: each node's writer saves it at once.
+PER_NODE = """import os
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+dist.init_process_group("gloo")
+local_rank = int(os.environ["LOCAL_RANK"])
+model = DistributedDataParallel(torch.nn.Linear(2, 1))
+for epoch in range(3):
+    model(torch.ones(2)).sum().backward()
+    if local_rank == 0:
+        torch.save(model.state_dict(), "last.pth")
+"""
+README = """# Training
+
+```shell
+torchrun --nproc_per_node=8 --nnodes=NODES --node_rank=RANK --master_addr=HOST train.py --bs 32
+```
+"""
+
+
+def test_a_readme_command_over_several_nodes_makes_the_per_node_writer_a_finding(tmp_path):
+    found = _codes(lint_tree(tmp_path, {"train.py": PER_NODE, "README.md": README}), "DDP806")
+    assert [f.location.line for f in found] == [_line(PER_NODE, "torch.save")]
+    assert "README.md:4" in found[0].message
+
+
+def test_a_readme_command_on_one_node_or_for_another_script_is_not(tmp_path):
+    one = README.replace("--nnodes=NODES --node_rank=RANK", "--nnodes=1 --node_rank=0")
+    assert not _codes(lint_tree(tmp_path, {"train.py": PER_NODE, "README.md": one}), "DDP806")
+    other = README.replace("train.py --bs", "eval.py --bs")
+    assert not _codes(lint_tree(tmp_path, {"train.py": PER_NODE, "README.md": other}), "DDP806")
