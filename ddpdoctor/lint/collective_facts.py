@@ -427,8 +427,9 @@ class CollectiveFacts:
                 if guard.branch not in balanced:
                     kept.append((fn, guard, found))
         ways: dict[tuple, list[str]] = {}
+        paired = {key: _paired_tests(sides) for key, sides in polarities.items()}  # (once a function and key)
         for fn, guard, found in kept:
-            if (guard.file, guard.line, guard.side) in _paired_tests(polarities[(_outermost(fn), _op_kind(found.op), guard.test.key)]):
+            if (guard.file, guard.line, guard.side) in paired[(_outermost(fn), _op_kind(found.op), guard.test.key)]:
                 continue
             key = (found.location.file, found.location.line)
             # one finding per place: the proven one before one that rests on a switch on the way

@@ -606,7 +606,7 @@ def multi_node_launch(script: Path, read: list) -> Optional[tuple[str, int]]:
                 whole = readme.read_text(errors="replace")
             except OSError:
                 break
-            first = blocks[start:blocks.find("\n", start) if "\n" in blocks[start:] else len(blocks)]
+            first = blocks[start:].partition("\n")[0]
             if str(readme) not in read:
                 read.append(str(readme))
             shown = os.path.relpath(readme, here) if here in readme.parents else str(readme)

@@ -1672,13 +1672,20 @@ class RankFlow:
         owner = self.program.symbol(node.value.id, fn)
         if owner.__class__.__name__ != "Module" or owner.body is None:
             return False
-        values = [v for _, v in owner.body.bindings.get(node.attr, ())]
-        for inner in owner.functions.values():
-            if inner.node is not None and any(g.__class__ is ast.Global and node.attr in g.names
-                                              for g in walk(inner.node)):
-                values += [v for _, v in inner.bindings.get(node.attr, ())]
-                values += [None for n in walk(inner.node) if n.__class__ is ast.AugAssign
-                           and n.target.__class__ is ast.Name and n.target.id == node.attr]
+        # (the module's functions walked once for their `global` names, not at every `mod.x` asked)
+        held = owner.__dict__.get("_globals_set")
+        if held is None:
+            held = owner.__dict__["_globals_set"] = {}
+            for inner in owner.functions.values():
+                if inner.node is None:
+                    continue
+                for name in {n for g in walk(inner.node) if g.__class__ is ast.Global for n in g.names}:
+                    values = held.setdefault(name, [])
+                    values += [v for _, v in inner.bindings.get(name, ())]
+                    # (a `+=` on it steps it: no constant)
+                    values += [None for n in walk(inner.node) if n.__class__ is ast.AugAssign
+                               and n.target.__class__ is ast.Name and n.target.id == name]
+        values = [v for _, v in owner.body.bindings.get(node.attr, ())] + held.get(node.attr, [])
         return bool(values) and all(v.__class__ is ast.Constant for v in values)
 
     def _ruled_out_at_launch(self, test: ast.AST, body: bool, fn: Function) -> bool:
