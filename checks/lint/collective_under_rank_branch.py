@@ -149,11 +149,15 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         The same for `load_state()` (under FSDP Accelerate's model loading starts with
         `wait_for_everyone()`).
         An error where the launch written beside the script names that config (`accelerate
-        launch --config_file configs/gpu.yaml train.py`) or the engine itself (`accelerate
-        launch --use_fsdp ...`): the run as launched hangs. Under FSDP the same for
+        launch --config_file configs/gpu.yaml train.py`, or a file outside the script's folder
+        by its path, `--config_file ../../configs/fsdp.yaml`, read from the launch file's
+        folder) or the engine itself (`accelerate launch --use_fsdp ...`): the run as launched
+        hangs. Under FSDP the same for
         `accelerator.unwrap_model(model).save_pretrained(dir)` on the main process: the unwrapped
         module still holds the auto-wrapped units, whose `state_dict()` all-gathers the shards
-        (not where `state_dict=` is handed in, gathered on every process first). A DeepSpeed
+        (not where `state_dict=` is handed in, gathered on every process first); also where one
+        documented launch of several names FSDP and another DeepSpeed (ZeRO-2 gathers nothing
+        there): the FSDP launch hangs. A DeepSpeed
         engine handed to a save helper (`save_checkpoint(engine, step)` calling
         `engine.save_checkpoint(...)`), or returned by a setup helper (`self.model, opt, _, _ =
         self._setup_deepspeed(...)`), is the engine; one finding per collective, naming each

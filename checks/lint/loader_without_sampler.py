@@ -35,7 +35,10 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
         run it builds only the other flags' evaluation loaders); loaders of a
         dataset that already depends on the rank (`x[rank::world]`, `ds.shard(world, rank)`,
         `random_split(...)[rank]`: DDP301/DDP303 judge those at run time), IterableDatasets
-        (datapipes too, also as what local builders return) and dataset classes that shard themselves
+        (datapipes too, also as what local builders return, or what `instantiate(cfg.dataset)`
+        builds where the configs name only such classes for that entry: a Hydra `_target_`, a
+        LazyConfig Python config's `dataset = L(ShardedStream)(...)`) and dataset classes that
+        shard themselves
         - not a local IterableDataset whose `__iter__` splits its stream among the loader's workers
         (`get_worker_info()`), or reads a Hugging Face streaming dataset (`load_dataset(...,
         streaming=True)`, which datasets splits among the loader's workers itself), but never

@@ -89,7 +89,8 @@ def save_on_every_rank(facts: LintFacts) -> list[Problem] | Skipped:
         `if args.X:` where the option `--X` is off by default (a store_true, None or 0) and no
         launch written beside the script turns it on - unless that option holds every save of
         the script (a `--use_writer` around the checkpoints and the logs alike: a training run
-        that keeps nothing is not the one launched), nor one in a helper every call of which, a
+        that keeps nothing is not the one launched); one rank per node's write under such an
+        option (`if args.iter_resume: if local_rank == 0:`) alike - nor one in a helper every call of which, a
         few callers up, sits under a test the options as launched make false (`if args.model ==
         "unet": train_unet(...)` with every launch naming another model), nor one in a side
         command that ends the program before any process group is set up (`if args.merge:

@@ -1,5 +1,6 @@
 """Configuration files beside a script that the launch reads and its source does not show:
-Hydra's config tree (sources.py reads its `_target_`s) and Accelerate's launch configs.
+Hydra's config tree (sources.py reads its `_target_`s), detectron2-style LazyConfig Python configs
+(their `L(Target)(...)` entries) and Accelerate's launch configs.
 Bounded: a folder that holds data instead of configs is not walked through."""
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ def engine_launched(script: Path, read: list) -> Optional[str]:
     beside the script names (`accelerate launch --config_file configs/gpu.yaml train.py`), where
     they all name configs that pick it; None where no launch names one, or they disagree. What
     the launch proves, where launch_engine_only says what the configs lying there would pick."""
-    engines = {Path(config).name: kind for config, kind, _ in _launch_configs(script, read)}
+    configs = {Path(config).name: (kind, body) for config, kind, body in _launch_configs(script, read)}
     named = set()
     for launch, given, flag in _accelerate_launches(script):
         if given is None and flag is None:
@@ -65,8 +66,70 @@ def engine_launched(script: Path, read: list) -> Optional[str]:
         if str(launch) not in read:
             read.append(str(launch))
         # (`accelerate launch --use_fsdp ... train.py`: the engine the command line picks)
-        named.add(flag if given is None else engines.get(given))
+        found = _named_config(launch, given, configs, read) if given is not None else None
+        named.add(flag if given is None else found[0] if found is not None else None)
     return named.pop() if len(named) == 1 and named <= {"DeepSpeed", "FSDP"} else None
+
+
+def engines_named(script: Path, read: list) -> set[str]:
+    """The engines ("DeepSpeed" / "FSDP") the Accelerate launches written beside the script name,
+    each launch by its config or flag (`accelerate launch --config_file ../configs/fsdp.yaml`):
+    a documented launch of one engine among others of another still runs under it. A launch on
+    the user's default config names none. read: as engine_launched."""
+    configs = {Path(config).name: (kind, body) for config, kind, body in _launch_configs(script, read)}
+    named = set()
+    for launch, given, flag in _accelerate_launches(script):
+        found = _named_config(launch, given, configs, read) if given is not None else None
+        engine = flag if given is None else found[0] if found is not None else None
+        if engine in ("DeepSpeed", "FSDP"):
+            named.add(engine)
+            if str(launch) not in read:
+                read.append(str(launch))
+    return named
+
+
+def lazy_call_targets(script: Path, read: list) -> list[tuple[str, str]]:
+    """(key, dotted target) for each top-level `key = L(Target)(...)` of the Python configs
+    beside the script that detectron2's LazyConfig reads (`from detectron2.config import
+    LazyCall as L`, or a project's own LazyCall): `instantiate(cfg.dataset)` builds the class
+    the config's `dataset` names. Only the syntax is read (the configs are never run), each
+    file bounded as the YAML search is. read: gets each such config's path (the cache digests it)."""
+    found: list[tuple[str, str]] = []
+    for config, body in _beside(script, (".py",), MAX_CONFIGS, MAX_CONFIG_BYTES):
+        if "LazyCall" not in body or config.resolve() == script.resolve():
+            continue
+        try:
+            tree = ast.parse(body)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        imported: dict[str, str] = {}
+        for node in tree.body:
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                imported.update({a.asname or a.name: f"{node.module}.{a.name}" for a in node.names})
+            elif isinstance(node, ast.Import):
+                imported.update({a.asname or a.name.split(".")[0]: a.name if a.asname else a.name.split(".")[0]
+                                 for a in node.names})
+        makers = {name for name, full in imported.items() if full.rpartition(".")[2] == "LazyCall"}
+        before = len(found)
+        for node in tree.body:
+            if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
+                continue
+            value = node.value  # `L(Target)(...)`: a call of a call of the maker
+            if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Call)
+                    and isinstance(value.func.func, ast.Name) and value.func.func.id in makers
+                    and len(value.func.args) == 1):
+                continue
+            target = value.func.args[0]
+            head = target
+            while isinstance(head, ast.Attribute):
+                head = head.value
+            if not isinstance(head, ast.Name) or head.id not in imported:
+                continue
+            rest = ast.unparse(target)[len(head.id):]
+            found.append((node.targets[0].id, imported[head.id] + rest))
+        if len(found) > before and str(config) not in read:
+            read.append(str(config))
+    return found
 
 
 def deepspeed_json_stages(script: Path, read: list) -> set:
@@ -101,7 +164,7 @@ def launched_zero_stage(script: Path, read: list) -> Optional[int]:
     for launch, given, _ in _accelerate_launches(script):
         if str(launch) not in read:
             read.append(str(launch))
-        found = configs.get(given) if given is not None else None
+        found = _named_config(launch, given, configs, read) if given is not None else None
         if found is None or found[0] != "DeepSpeed":
             return None
         stage = re.search(r"^\s*zero_stage:\s*['\"]?(\d)", found[1], re.MULTILINE)
@@ -121,8 +184,35 @@ def _accelerate_launches(script: Path):
                 continue
             given = re.search(r"--config[_-]file[= ]+[\"']?([^\s\"']+)", command)
             flag = re.search(r"--use[_-](fsdp|deepspeed)\b", command)
-            yield (launch, Path(given.group(1)).name if given is not None else None,
+            yield (launch, given.group(1) if given is not None else None,
                    None if flag is None else "FSDP" if flag.group(1) == "fsdp" else "DeepSpeed")
+
+
+def _named_config(launch: Path, given: str, configs: dict, read: list) -> Optional[tuple[str, str]]:
+    """(engine or distributed_type, text) of the Accelerate config a launch names: one lying
+    beside the script by its file name, else the file at the path as written, from the launch
+    file's folder (where its commands run: `--config_file ../../../config/fsdp.yaml`) or the
+    working directory; read alone and bounded (MAX_CONFIG_BYTES). None where it is neither."""
+    name = Path(given).name
+    if name in configs:
+        return configs[name]
+    if "$" in given or not given.endswith((".yaml", ".yml")):
+        return None  # (a shell variable, or no YAML: not a file the lint can read)
+    for base in (launch.parent, Path.cwd()):
+        path = base / given
+        try:
+            if not path.is_file() or path.stat().st_size > MAX_CONFIG_BYTES:
+                continue
+            body = path.read_text(errors="replace")
+        except OSError:
+            continue
+        kind = _DISTRIBUTED_TYPE.search(body)
+        if kind is None:
+            return None
+        if str(path) not in read:
+            read.append(str(path))
+        return {"DEEPSPEED": "DeepSpeed", "FSDP": "FSDP"}.get(kind.group(1).upper(), kind.group(1)), body
+    return None
 
 
 def _launch_configs(script: Path, read: list) -> list[tuple[Path, str, str]]:

@@ -521,6 +521,13 @@ class BuilderCore:
             # init_dist("pytorch")`), a few calls up
             starters = set(own)
             open_sides = set()  # call tests on whose side the helper does set the group up
+            # a count test around a call into a set-up whose own count test it contradicts
+            # (`if len(gpus) > 1: spawn(run) else: run(0)`, run setting up under `if len(gpus)
+            # == 1: ... else:`): that side sets nothing up, whatever the texts say
+            shut: dict[str, bool] = {}  # (worked out anew each round, as the ways grow)
+            # the tests on each way into a set-up, with the function each is read in
+            ways = {fn: [tuple((c, fn) for c, _ in e.conds) for e in fn.events if e.kind == "init"][:MAX_SETUP_WAYS]
+                    for fn in own}
             for _ in range(3):
                 calls = [(fn, e) for fn in self.functions for e in fn.events  # (mp.spawn's ref too)
                          if e.kind in ("call", "ref") and starters.intersection(e.targets)]
@@ -530,12 +537,29 @@ class BuilderCore:
                 # Trainer(...)` and past it the training that spawns: both sides do (lightweight-gan)
                 open_sides |= {c for _, e in calls for c, _ in e.conds
                                if not any(_negated(c) in own.get(t, ()) for t in e.targets)}
+                shut.clear()
+                for caller, e in calls:
+                    held = [way for t in e.targets for way in ways.get(t, ())]
+                    for c, _ in e.conds:
+                        if held and all(_count_contradicted(c, caller, way) for way in held):
+                            shut.setdefault(c, True)
+                        else:
+                            shut[c] = False
+                    if not isinstance(caller.node, ast.Module):
+                        mine = ways.setdefault(caller, [])
+                        for way in held:
+                            if len(mine) < MAX_SETUP_WAYS and not any(
+                                    _count_contradicted(c, caller, way) for c, _ in e.conds):
+                                joined = tuple((c, caller) for c, _ in e.conds) + way
+                                if joined not in mine:
+                                    mine.append(joined)
                 grown = starters | {fn for fn, _ in calls if not isinstance(fn.node, ast.Module)}
                 if grown == starters:
                     break
                 starters = grown
             self._switch_set = Switches(conds)
             self._switch_set.open = frozenset(open_sides)
+            self._switch_set.shut = frozenset(c for c, closed in shut.items() if closed)
         return self._switch_set
 
     def only_guarded(self, fn: Function, depth: int = 6, stack: tuple = (),
@@ -1334,9 +1358,11 @@ _SWITCH_LIKE = re.compile(r"^[\w.]+(?:\(\))?$|world|device_count|gpus?\b|n_?proc
 
 class Switches(frozenset):
     """The tests the process group is set up under (_switches); `open`: those of the calls into
-    a helper that sets it up on that side too."""
+    a helper that sets it up on that side too; `shut`: count tests of calls into set-ups whose
+    own tests on the way in contradict (_count_contradicted)."""
 
     open: frozenset = frozenset()
+    shut: frozenset = frozenset()
 
 
 # `runner.configer.get('network.distributed', default=False)` and `self.configer.get(
@@ -1348,6 +1374,40 @@ def switch_form(cond: str) -> str:
     """A switch test's text in the form two readers of the same setting share."""
     got = _CONFIG_GET.match(cond)
     return f"{got.group(1) or ''}get:{got.group(3)}" if got else cond
+
+
+_COUNTS = (*range(1, 17), 64, 1024)  # the values a count of GPUs or processes is tried at (one at least)
+_OPS = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Gt: lambda a, b: a > b,
+        ast.GtE: lambda a, b: a >= b, ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b}
+
+
+def _count_test(cond: str, fn: Function):
+    """(what is counted, a predicate on its value) for `n > 1`, `not len(gpus) == 1`, or a flag
+    fn binds once to such a test (`is_mp = len(gpus) > 1`, then `not is_mp`); None otherwise."""
+    test = _test_of(cond)
+    negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+    test = test.operand if negated else test
+    if isinstance(test, ast.Name) and not isinstance(fn.node, ast.Module):
+        bound = fn.bindings.get(test.id, [])
+        test = bound[0][1] if len(bound) == 1 else None
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in _OPS
+            and isinstance(test.comparators[0], ast.Constant) and type(test.comparators[0].value) is int):
+        return None
+    op, bound_at = _OPS[type(test.ops[0])], test.comparators[0].value
+    return text(test.left), (lambda n: op(n, bound_at) != negated)
+
+
+MAX_SETUP_WAYS = 8  # the ways into a set-up kept for each function (each a tuple of its tests)
+
+
+def _count_contradicted(cond: str, caller: Function, way: tuple) -> bool:
+    """A call's count test (`not len(args.gpuid) > 1`) that a test on the way into the set-up
+    contradicts (`not len(args.gpuid) == 1`, on the same count): no count passes both, so the
+    group is not set up that way from this side."""
+    here = _count_test(cond, caller)
+    return here is not None and any(
+        (there := _count_test(test, fn)) is not None and there[0] == here[0]
+        and not any(here[1](n) and there[1](n) for n in _COUNTS) for test, fn in way)
 
 
 def _negated(cond: str) -> str:

@@ -10,14 +10,14 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ddpdoctor.core.findings import Location
-from ddpdoctor.lint.fact_builder import (pinned_constants, _cond_false, _fn_loops, switch_form, rank_guards, _single_process, _statement_blocks, _switched, _test_of,
+from ddpdoctor.lint.fact_builder import (_COUNTS, _count_test, pinned_constants, _cond_false, _fn_loops, switch_form, rank_guards, _single_process, _statement_blocks, _switched, _test_of,
                                          argument_at, given_constants, group_query, loc, never_true, ruled_out)
 from ddpdoctor.lint.defaults import DIST_SWITCH, LAUNCH_WORDS, off_at_launch, option_value, runs_once_at_launch, settled
 from ddpdoctor.lint.nodes import children, param_defaults, source_lines, walk
 from ddpdoctor.lint.process_seeds import _off_by_default as _seed_option_unset, _on_import, _seeds_direct_path, _with_own_calls, seed_has_rank, seeded_per_rank
 from ddpdoctor.lint.rank_state import rank_advanced
 from ddpdoctor.lint.ranks import GPU_COUNT, SPAWNERS
-from ddpdoctor.lint.patterns import (GLOBAL_DRAWS, library_scaler_backward, _dict_call_literal, _grad_context, call_chain, call_keywords, dotted, hf_trainer_class, is_const, keyword, last_name, loader_call, loader_dataset,
+from ddpdoctor.lint.patterns import (GLOBAL_DRAWS, library_scaler_backward, _dict_call_literal, _grad_context, _instantiated, call_chain, call_keywords, dotted, hf_trainer_class, is_const, keyword, last_name, loader_call, loader_dataset,
                                      own_keyword, plain_loss, text)
 from ddpdoctor.lint.pins import program_floor
 from ddpdoctor.lint.program import Function, Klass, is_property, table_values_bound
@@ -289,6 +289,12 @@ class LoaderFacts:
             target = self.program._callee_symbol(value.func, scope)
             if isinstance(target, Klass) and self._self_sharding(target, set()):
                 return True
+            if name == "instantiate" and not isinstance(target, (Klass, Function)):
+                # `instantiate(cfg.dataset)`: the classes the configs name for that entry (a
+                # Hydra `_target_`, a LazyConfig `L(ImageTextWebDataset)(...)`), all streams
+                made = _instantiated(self.program, value, scope)
+                if made and all(self._self_sharding(k, set()) for k in made):
+                    return True
             if target is None and isinstance(value.func, ast.Name):
                 # `dataset_cls = TASKS[task]["dataset"]` (or `= ShardedTables`), then
                 # `dataset_cls(...)`: the classes the name may hold
@@ -2196,7 +2202,7 @@ class LoaderFacts:
         if not switches:
             return False
         mine = [_count_test(c, fn) for c, _ in fn.__dict__.get("_call_conds", {}).get(id(call), ())]
-        setups = [_count_test(c, fn) for c in switches]
+        setups = [_count_test(c, fn) for c in switches if c not in getattr(switches, "shut", ())]
         for here in filter(None, mine):
             for there in filter(None, setups):
                 if here[0] == there[0] and not any(here[1](n) and there[1](n) for n in _COUNTS):
@@ -4132,33 +4138,12 @@ def _off_the_training_side(fn: Function, call: ast.Call) -> bool:
 _TRAINING = re.compile(r"^\(?[\w.]+ == ['\"]train['\"]", re.IGNORECASE)
 
 
-_COUNTS = (*range(1, 17), 64, 1024)  # the values a count of GPUs or processes is tried at (one at least)
-_OPS = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Gt: lambda a, b: a > b,
-        ast.GtE: lambda a, b: a >= b, ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b}
-
-
 def _int_constant(node: ast.AST) -> Optional[int]:
     """`3`, `-1`: an int the source spells; None otherwise."""
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         inner = _int_constant(node.operand)
         return -inner if inner is not None else None
     return node.value if isinstance(node, ast.Constant) and type(node.value) is int else None
-
-
-def _count_test(cond: str, fn: Function):
-    """(what is counted, a predicate on its value) for `n > 1`, `not len(gpus) == 1`, or a flag
-    fn binds once to such a test (`is_mp = len(gpus) > 1`, then `not is_mp`); None otherwise."""
-    test = _test_of(cond)
-    negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
-    test = test.operand if negated else test
-    if isinstance(test, ast.Name) and not isinstance(fn.node, ast.Module):
-        bound = fn.bindings.get(test.id, [])
-        test = bound[0][1] if len(bound) == 1 else None
-    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in _OPS
-            and isinstance(test.comparators[0], ast.Constant) and type(test.comparators[0].value) is int):
-        return None
-    op, bound_at = _OPS[type(test.ops[0])], test.comparators[0].value
-    return text(test.left), (lambda n: op(n, bound_at) != negated)
 
 
 # the library calls that seed one random stream (the process's, every rank alike when no rank is in it)

@@ -15,7 +15,7 @@ from typing import Any, Optional
 
 from ddpdoctor.core import torch_names as names
 from ddpdoctor.lint import reaching
-from ddpdoctor.lint.config_files import engine_launched, launch_engine_only, launch_engines, launched_zero_stage
+from ddpdoctor.lint.config_files import engine_launched, engines_named, launch_engine_only, launch_engines, launched_zero_stage
 from ddpdoctor.lint.nodes import children, walk
 from ddpdoctor.lint.receivers import _unpacked_from
 
@@ -567,7 +567,9 @@ def collective(program: Program, call: ast.Call, fn: Function) -> Optional[str]:
         # still holds the auto-wrapped FSDP units, whose state_dict() all-gathers every shard
         # (Accelerate's docs: take `accelerator.get_state_dict(model)` on every process first)
         chosen = launched_engine(program, proven=True)
-        if chosen == "FSDP":
+        if chosen == "FSDP" or "FSDP" in launched_engines(program):
+            # (or one launch of several names FSDP, `accelerate launch --config_file
+            # ../../config/fsdp.yaml` beside another on DeepSpeed ZeRO-2: that one hangs)
             return f"{text(call.func, 40)}() {UNWRAPPED_FSDP_CHOSEN}"
         if not chosen and sharded_engine(program) == "FSDP":
             return f"{text(call.func, 40)}() {UNWRAPPED_FSDP}"
@@ -1803,6 +1805,18 @@ def launched_engine(program: Program, proven: bool = False) -> str:
             read = engine_launched if proven else launch_engine_only
             memo[proven] = read(script.path, script.hydra_configs) or ""
     return memo[proven]
+
+
+def launched_engines(program: Program) -> set[str]:
+    """The engines the Accelerate launches written beside the script name, one or more
+    (config_files.engines_named); once per program."""
+    memo = program.__dict__.get("_launched_engines")
+    if memo is None:
+        script = next((f for f in program.files if not f.module), None)
+        memo = program.__dict__["_launched_engines"] = set() if (
+            script is None or script.path is None or not program.uses("accelerate")) else \
+            engines_named(script.path, script.hydra_configs)
+    return memo
 
 
 # A DeepSpeed engine's save_checkpoint(): a collective wherever the engine is one.

@@ -95,6 +95,15 @@ class SaveFacts:
         return all(str(loc(caller, event.node)) in told or self._only_through(caller, told, depth - 1)
                    for caller, event in ways)
 
+    def _option_off_around(self, fn: Function, event) -> Optional[str]:
+        """The test on an option off unless the launch gives it (a store_true, a config flag every
+        config sets false) that the write sits under, where it does not hold every save of the
+        script (or Lightning keeps the checkpoints itself); None otherwise."""
+        switch = next((c for c, flag in event.conds if flag and (option_off(c, self.program)
+                                                                 or self._handed_an_option_off(fn, c)
+                                                                 or config_flag_off(c, self.program))), None)
+        return switch if switch and (not self._every_save_under(switch) or self.program.uses_lightning()) else None
+
     def _every_save_under(self, switch: str) -> bool:
         """Every save the script makes sits under the test `switch`."""
         found = self.__dict__.setdefault("_saves_under", {})
@@ -206,9 +215,12 @@ class SaveFacts:
             # a per-node writer of a path named after its host (`runs/<hostname>_gpt2`), or
             # after a value no two processes share (its own W&B run), writes a file of its own
             own_file = path is not None and (self._names_host(path, fn) or self._unique_per_call(path, fn))
-            return SaveFact(where, path_text, False, f"under `{event.guards[0].test.text}`",
-                            None if own_file or _reads_back(fn, path, call) else _per_node(event.guards),
-                            how)
+            # (nor one under an option off at launch, `if args.iter_resume:` around a per-node
+            # test: the run as launched never writes there, as below for an unguarded write)
+            per_node = None if own_file or _reads_back(fn, path, call) else _per_node(event.guards)
+            if per_node and self._option_off_around(fn, event):
+                per_node = None
+            return SaveFact(where, path_text, False, f"under `{event.guards[0].test.text}`", per_node, how)
         first = writes.rank_zero_first(self, fn, call) or writes.rank_zero_first_above(self, fn)
         if first:
             return SaveFact(where, path_text, False, first, None, how)
@@ -232,10 +244,8 @@ class SaveFacts:
         if pinned:
             return SaveFact(where, path_text, False, f"under `{pinned}`, which the process group's "
                             "set-up makes false")
-        switch = next((c for c, flag in event.conds if flag and (option_off(c, self.program)
-                                                                 or self._handed_an_option_off(fn, c)
-                                                                 or config_flag_off(c, self.program))), None)
-        if switch and (not self._every_save_under(switch) or self.program.uses_lightning()):
+        switch = self._option_off_around(fn, event)
+        if switch:
             # `if args.resave: torch.save(...)` with --resave a store_true: a launch that leaves
             # the option never writes (as DDP801 and DDP808 judge such a branch). Not where the
             # option holds every save of the script (`--use_writer` around the checkpoints and

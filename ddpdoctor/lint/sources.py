@@ -24,7 +24,7 @@ from ddpdoctor.lint.nodes import walk
 from ddpdoctor.core.paths import display_path
 from ddpdoctor.lint import patterns
 from ddpdoctor.lint.nodes import walk
-from ddpdoctor.lint.config_files import (MAX_CONFIG_BYTES, config_files, config_values, module_names, named_in_configs,
+from ddpdoctor.lint.config_files import (MAX_CONFIG_BYTES, config_files, config_values, lazy_call_targets, module_names, named_in_configs,
                                          yaml_beside)
 from ddpdoctor.lint.syspath import added_roots, imported_heads
 
@@ -721,7 +721,7 @@ def load_program(script: str, notes: Optional[list[str]] = None,
         # on files leaves room for, said when some are left out
         dynamic = _dynamic_imports(current, roots)
         if current is files[0]:
-            dynamic += _hydra_imports(current)
+            dynamic += _hydra_imports(current) + _lazy_config_imports(current)
         room = max(0, MAX_FILES - len(files))
         if len(dynamic) > room and notes is not None:
             notes.append(f"{current.display}: {len(dynamic)} modules may be loaded by name "
@@ -1108,6 +1108,27 @@ def _hydra_imports(script: SourceFile) -> list[tuple[str, ast.AST]]:
         if module not in modules:
             modules.append(module)
     return [(m, where) for m in modules]
+
+
+def _lazy_config_imports(script: SourceFile) -> list[tuple[str, ast.AST]]:
+    """The modules a LazyConfig script builds objects from (`cfg = LazyConfig.load(args.config)`,
+    then `instantiate(cfg.dataset)`): the classes the Python configs beside it name with
+    `L(Target)(...)`, keyed by the config entry (sources.SourceFile.hydra_keyed, as a Hydra
+    `_target_` is) and live as Hydra's targets are."""
+    text = script.text if script.text is not None else "\n".join(script.lines)
+    if "LazyConfig" not in text or script.path is None:
+        return []
+    modules = []
+    for key, target in lazy_call_targets(script.path, script.hydra_configs):
+        if target not in script.hydra_targets:
+            script.hydra_targets.append(target)
+        held = script.hydra_keyed.setdefault(key, [])
+        if target not in held and len(held) < MAX_KEYED_TARGETS:
+            held.append(target)
+        module = target.rsplit(".", 1)[0]
+        if module not in modules:
+            modules.append(module)
+    return [(m, script.tree if script.tree is not None else ast.Module(body=[], type_ignores=[])) for m in modules]
 
 
 def _beside_instantiates(script: SourceFile) -> bool:
