@@ -27,7 +27,10 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
         from loader`, then a caller's own `for b in data: yield b`) trains where the generator
         is drawn from. Where every launcher command written beside the script starts one
         process (`mpiexec -n 1`, `torchrun --nproc_per_node=1`; a plain `python train.py` too
-        where the ranks come from MPI), the finding is a warning that says so.
+        where the ranks come from MPI), the finding is a warning that says so; so too where the
+        script pins one visible GPU itself (`os.environ["CUDA_VISIBLE_DEVICES"] = "0"` at its
+        top level or in its `__main__` block) and starts a process per GPU it sees
+        (`mp.spawn(..., nprocs=torch.cuda.device_count())`): one process as shipped.
         Also a warning: a training loader whose DistributedSampler picks nothing - its dataset's
         `__getitem__` ignores the index and draws its own sample from streams every rank seeds
         alike, in the rank's own process (no workers): every rank trains on the same samples.
@@ -275,9 +278,14 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
                        f"(the other side is written for the process group: it tests its switch or shards "
                        f"the data; this one does neither): {message}")
         one = getattr(facts, "one_process_launch", "")
+        pinned = getattr(facts, "one_device_pinned", "")
         if one:  # the launches shipped beside the script start one process: it bites on more
             message = (f"where the script is launched on several processes (every launch written beside it "
                        f"starts one process - {one}): {message}")
+        elif pinned:  # the script itself sees one GPU and starts a process per GPU it sees
+            message = (f"where more than one GPU is visible (the script pins one - {pinned} - and starts a "
+                       f"process per GPU it sees, so one as shipped): {message}")
+            one = pinned
         problems.append(Problem(
             severity=None if loader.trains and not configured and not switched and not dropped
             and not getattr(loader, "index_ignored", False) and not (split and split[1])

@@ -21,6 +21,7 @@ from ddpdoctor.lint.accumulation_facts import AccumulationFact, AccumulationFact
 from ddpdoctor.lint.collective_facts import CollectiveFacts, GuardedCollective
 from ddpdoctor.lint.fact_builder import BuilderCore, loc
 from ddpdoctor.lint.no_sync import SYNC_WORDS
+from ddpdoctor.lint.pinned_device import pinned_one_process
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.loader_facts import LoaderFact, LoaderFacts, SamplerFact
 from ddpdoctor.lint.patterns import SETUP_CALLS, dotted, env_key, is_const, keyword, kept_parameters, last_name, passing_loader_class, text
@@ -86,6 +87,9 @@ class LintFacts:
     # every launcher command beside the script starts one process (`mpiexec -n 1 python
     # train.py`): "file: command" of the first (config_files.one_process_launch), "" otherwise
     one_process_launch: str = ""
+    # the script pins one visible GPU and starts a process per GPU it sees: "file:line: the pin"
+    # (lint/pinned_device.py), "" otherwise
+    one_device_pinned: str = ""
 
 
 # Receivers of an `.accumulate(...)` that is no Accelerator's context: numpy's ufuncs, itertools.
@@ -316,6 +320,7 @@ def build(program: Program, script: str) -> LintFacts:
             program.sources[0].path, program.sources[0].hydra_configs,
             plain_one=(any(program.uses(m) for m in MPI_RANKED) or framework == "transformers")
             and not program.ranks.live_spawn_targets())
+        facts.one_device_pinned = pinned_one_process(program)
     # asked only where a save is one rank's per node (the look reads every file's text and may
     # walk the script's folder for launch scripts), after the other facts as before
     if any(s.per_node or s.local_path for s in facts.saves):

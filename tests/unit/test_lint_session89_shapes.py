@@ -296,3 +296,51 @@ def test_a_map_style_dataset_a_lazy_config_names_is_unsharded(tmp_path, monkeypa
     found = _codes(lint_tree(tmp_path, _lazy_files("Rows"), script="scripts/train.py"), "DDP802")
     assert [(f.location.line, f.severity) for f in found] == [
         (_line(LAZY_SCRIPT, "loader = DataLoader(instantiate("), "error")]
+
+
+# ------------------------------------------ one visible GPU pinned by the script that counts them
+# The script pins `CUDA_VISIBLE_DEVICES` to one device in its `__main__` block and spawns a
+# process per GPU it sees: one process as shipped, so the unsharded loader is a warning that
+# says why (it bites once the pin is edited).
+PINNED = """import os
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch.nn.parallel import DistributedDataParallel
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def worker(rank, world):
+    dist.init_process_group("nccl", init_method="tcp://127.0.0.1:29500", rank=rank, world_size=world)
+    model = DistributedDataParallel(torch.nn.Linear(2, 1).cuda(rank))
+    loader = DataLoader(TensorDataset(torch.arange(100.0).view(50, 2)), batch_size=4, shuffle=True)
+    for (x,) in loader:
+        model(x.cuda(rank)).sum().backward()
+
+
+if __name__ == "__main__":
+    os.environ["CUDA_VISIBLE_DEVICES"] = "0"
+    world = torch.cuda.device_count()
+    mp.spawn(worker, args=(world,), nprocs=world)
+"""
+
+
+def test_a_loader_of_a_script_that_pins_one_gpu_and_spawns_per_gpu_is_a_warning(tmp_path):
+    found = _codes(lint_tree(tmp_path, {"train.py": PINNED}), "DDP802")
+    assert [(f.location.line, f.severity) for f in found] == [(_line(PINNED, "loader = DataLoader("), "warning")]
+    assert "pins one" in found[0].message and "CUDA_VISIBLE_DEVICES" in found[0].message
+
+
+def test_two_pinned_gpus_leave_the_unsharded_loader_an_error(tmp_path):
+    # twin: two devices stay visible, two processes start
+    body = PINNED.replace('"CUDA_VISIBLE_DEVICES"] = "0"', '"CUDA_VISIBLE_DEVICES"] = "0,1"')
+    found = _codes(lint_tree(tmp_path, {"train.py": body}), "DDP802")
+    assert [(f.location.line, f.severity) for f in found] == [(_line(body, "loader = DataLoader("), "error")]
+
+
+def test_a_pin_beside_a_fixed_process_count_leaves_the_unsharded_loader_an_error(tmp_path):
+    # twin: the count of processes is no count of devices (four ranks share the one GPU)
+    body = PINNED.replace("mp.spawn(worker, args=(world,), nprocs=world)", "mp.spawn(worker, args=(4,), nprocs=4)")
+    found = _codes(lint_tree(tmp_path, {"train.py": body}), "DDP802")
+    assert [(f.location.line, f.severity) for f in found] == [(_line(body, "loader = DataLoader("), "error")]
