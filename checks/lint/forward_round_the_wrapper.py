@@ -14,7 +14,9 @@ def forward_round_the_wrapper(facts: LintFacts) -> list[Problem] | Skipped:
         A backward (`loss.backward()`, `scaler.scale(loss).backward()`,
         `accelerator.backward(loss)`) of a loss that the training step computed only through
         the module a DistributedDataParallel wrapper holds, never through the wrapper:
-        `model.module(x)`, `model.module.forward_features(x)`, a name bound to it
+        `model.module(x)`, `model.module.forward_features(x)` (also the side of `net(x) if
+        opt.single_gpu else net.module(x)` that a script pinning `opt.single_gpu = False`
+        takes), a name bound to it
         (`model_without_ddp = model.module`, a trainer's field `self.model = model.module`
         set in `__init__` from the wrapper it is handed, `getattr(model, "module", model)`,
         `accelerator.unwrap_model(model)`), called as it is (`raw = model.module; raw(x)`,

@@ -109,7 +109,9 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
         torch.tensor(running / n)`, `if torch.isnan(avg_loss).any().item(): return`, then
         `dist.all_reduce(avg_loss)`) reads each rank's own value. A decision in code every way
         into which passes a test the options as launched make false (`elif args.attack ==
-        "AA": run_attack(...)` with --attack at "PGD") is not reported. Nor is a None a step
+        "AA": run_attack(...)` with --attack at "PGD"), or under a test of its own function on a
+        parameter every way in hands such an option (`if patience > 0:` handed
+        `args.patience`, -1 by default), is not reported. Nor is a None a step
         helper returns under its config and counters (`loss, aux = step(x)`, then `if aux is not
         None:`), the answer of a helper that returns constants only (`if train_one_step(batch):
         break`, True past a step count), or a stopper a trainer steps itself on every rank before

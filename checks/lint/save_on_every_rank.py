@@ -82,7 +82,8 @@ def save_on_every_rank(facts: LintFacts) -> list[Problem] | Skipped:
         base class's method that every class the run builds replaces (the DPO trainers' base
         `save()`, where the worker picked by name joins the group only for an FSDP trainer
         whose own `save()` writes on rank 0). A path made new on every call (`uuid.uuid4()`,
-        `tempfile.mkstemp()`) or holding the process's id (`os.getpid()`) is each rank's own file, and a cache the same function reads
+        `tempfile.mkstemp()`) or holding the process's id (`os.getpid()`), or the rank's own device (`torch.device(
+        f"cuda:{rank}")` handed in and formatted into the name), is each rank's own file, and a cache the same function reads
         back when it exists (`if os.path.exists(p): return torch.load(p)`) is built by local
         rank 0 once per node on purpose: not reported. Nor is a dump made only in an
         `except:` that raises again or exits (the failing rank's state on its way out), nor one under

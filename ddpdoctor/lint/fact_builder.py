@@ -872,16 +872,19 @@ class BuilderCore:
                   loop.lineno <= node.lineno <= loop.end_lineno]
         return bool(around) and all(runs_once_at_launch(loop, self.program) for loop in around)
 
-    def mentions_rank(self, node: ast.AST, fn: Function, depth: int = 3, strict: bool = False) -> bool:
+    def mentions_rank(self, node: ast.AST, fn: Function, depth: int = 3, strict: bool = False,
+                      placed: bool = False) -> bool:
         """The expression depends on the rank. strict: a rank handed on as `rank=` to a call
-        (`Dataset(..., rank=rank)`, which may only cache or log on one rank) does not count."""
+        (`Dataset(..., rank=rank)`, which may only cache or log on one rank) does not count.
+        placed: a device counts too (`torch.device(f"cuda:{rank}")` formatted into a file's
+        name names that rank's own file; for a dataset it only places the same data)."""
         # asked again for the same value at every step out of a name rebound many times (a path
         # extended under 200 tests): answered once per (value, scope, depth)
         memo = self.__dict__.setdefault("_mentions", {})
-        key = (id(node), id(fn), depth, strict)
+        key = (id(node), id(fn), depth, strict, placed)
         found = memo.get(key)
         if found is None:
-            found = memo[key] = self._mentions_rank(node, fn, depth, strict)
+            found = memo[key] = self._mentions_rank(node, fn, depth, strict, placed)
         return found
 
     def _sampler_class(self, value: ast.AST, fn: Function) -> bool:
@@ -892,7 +895,7 @@ class BuilderCore:
         sides = [s for v in held for s in ((v.body, v.orelse) if isinstance(v, ast.IfExp) else (v,))]
         return any(isinstance(s, (ast.Name, ast.Attribute)) and last_name(s) == "DistributedSampler" for s in sides)
 
-    def _mentions_rank(self, node: ast.AST, fn: Function, depth: int, strict: bool) -> bool:
+    def _mentions_rank(self, node: ast.AST, fn: Function, depth: int, strict: bool, placed: bool) -> bool:
         ranks = self.program.ranks
         passed_on = {id(n) for sub in walk(node) if strict and isinstance(sub, ast.Call)
                      for kw in sub.keywords if kw.arg in ("rank", "local_rank", "global_rank")
@@ -903,7 +906,8 @@ class BuilderCore:
             passed_on |= {id(n) for sub in walk(node) if isinstance(sub, ast.Call)
                           for kw in sub.keywords if kw.arg in SEED_KEYWORDS | WRITTEN_FOLDER_KEYWORDS
                           for n in walk(kw.value)}
-        passed_on |= _placement(node)
+        if not placed:
+            passed_on |= _placement(node)
         passed_on |= unreturned_arguments(self.program, node, fn)  # set_seed(args, rank) returns args
         if strict:
             # `local_rank == 0`, `rank in (-1, 0)`: a flag (who prints, who writes the cache:
@@ -946,11 +950,11 @@ class BuilderCore:
                     for value, scope in held:
                         for key, item in zip(value.keys, value.values):
                             if isinstance(key, ast.Constant) and key.value == sub.slice.value and \
-                                    self.mentions_rank(item, scope, depth - 1, strict):
+                                    self.mentions_rank(item, scope, depth - 1, strict, placed):
                                 return True
                     # `self.info["dir"] = f"runs/rank{rank}"` in another method of the class: what
                     # that key is given there
-                    if any(self.mentions_rank(item, scope, depth - 1, strict)
+                    if any(self.mentions_rank(item, scope, depth - 1, strict, placed)
                            for item, scope in self._stored_items(sub, fn)):
                         return True
         for sub in walk(node):
@@ -964,13 +968,13 @@ class BuilderCore:
                 held = [(v, fn) for v in fn.attr_bindings.get(dotted(sub), ())] \
                     if sub.__class__ is ast.Attribute and sub.value.id != "self" else self._bound_here(sub, fn)
                 for value, scope in held:
-                    if value is not sub and self.mentions_rank(value, scope, depth - 1, strict):
+                    if value is not sub and self.mentions_rank(value, scope, depth - 1, strict, placed):
                         return True
                 if sub.__class__ is ast.Name:
                     # `data, n = load(path)` where load returns `(Lines(path, rank, world), n)`:
                     # that element of what the local function returns
                     for value, scope in self.program.unpacked(sub.id, fn):
-                        if self.mentions_rank(value, scope, depth - 1, strict):
+                        if self.mentions_rank(value, scope, depth - 1, strict, placed):
                             return True
             if isinstance(sub, ast.Call):  # shard_for_this_rank(ds): what the local helper returns
                 targets, _ = self.program.resolve(sub.func, fn)
@@ -978,7 +982,7 @@ class BuilderCore:
                     if isinstance(target.node, ast.Module) or target.name == "__init__":
                         continue
                     for ret in target.returned:
-                        if self.mentions_rank(ret, target, depth - 1, strict):
+                        if self.mentions_rank(ret, target, depth - 1, strict, placed):
                             return True
         return False
 

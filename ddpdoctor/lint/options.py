@@ -17,7 +17,7 @@ def option_defaults(files: list) -> dict[str, object]:
     or the default is not a constant (unknown). Options without a default are left out."""
     defaults: dict[str, object] = {}
     for name, _, default, required, action in _declarations(files):
-        value = default.value if isinstance(default, ast.Constant) else None
+        value = _constant(default)
         if required:
             continue  # (`required=True`: every run gives it, whatever `default=` says)
         if default is None and action:
@@ -25,6 +25,15 @@ def option_defaults(files: list) -> dict[str, object]:
         if default is not None or action:
             defaults[name] = None if name in defaults and defaults[name] != value else value
     return defaults
+
+
+def _constant(node: Optional[ast.AST]) -> object:
+    """A default the source spells as a constant: `8`, `"adam"`, and a negative number
+    (`default=-1` is `-` applied to 1 in the syntax tree); None for anything else."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant) \
+            and type(node.operand.value) in (int, float):
+        return -node.operand.value
+    return node.value if isinstance(node, ast.Constant) else None
 
 
 def declared_options(files: list) -> dict[str, tuple[str, str]]:

@@ -920,7 +920,7 @@ def _loss_calls(program: Program, value: ast.AST, fn: Function, along: bool = Fa
     for _ in range(7):
         found = []
         for expr in frontier:
-            for sub in _undetached(expr):
+            for sub in _undetached(expr, fn):
                 if isinstance(sub, ast.Call):
                     calls.append(sub)
                 elif isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and along and id(sub) not in seen \
@@ -1680,15 +1680,35 @@ def _through_module(call: ast.Call) -> bool:
     return isinstance(func, ast.Attribute) and func.attr == "module"
 
 
-def _undetached(node: ast.AST):
-    """The nodes of an expression outside `.detach()` calls (and their receivers)."""
+def _undetached(node: ast.AST, fn: Optional[Function] = None):
+    """The nodes of an expression outside `.detach()` calls (and their receivers); of a
+    conditional expression whose test fn pins (_pinned_side), the side taken alone."""
     todo = [node]
     while todo:
         sub = todo.pop()
         if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr == "detach":
             continue
         yield sub
-        todo.extend(children(sub))
+        side = _pinned_side(sub, fn) if fn is not None and sub.__class__ is ast.IfExp else None
+        todo.extend(children(sub) if side is None else [side])
+
+
+def _pinned_side(choice: ast.IfExp, fn: Function) -> Optional[ast.AST]:
+    """The side of `a if opt.single_gpu else b` taken where fn binds the test's name (or
+    field) only to constants (`opt.single_gpu = False` after the options are parsed): the
+    other side never runs there. None where the test is not so pinned."""
+    test, negated = choice.test, False
+    if test.__class__ is ast.UnaryOp and test.op.__class__ is ast.Not:
+        test, negated = test.operand, True
+    if test.__class__ is ast.Name and test.id not in fn.params:
+        values = [v for _, v in fn.bindings.get(test.id, ())]
+    elif test.__class__ is ast.Attribute and test.value.__class__ is ast.Name and test.value.id != "self":
+        values = list(fn.attr_bindings.get(dotted(test) or "", ()))
+    else:
+        return None
+    if not values or not all(v.__class__ is ast.Constant for v in values) or len({bool(v.value) for v in values}) != 1:
+        return None
+    return choice.body if bool(values[0].value) != negated else choice.orelse
 
 
 def _in_no_sync(program: Program, call: ast.Call, fn: Function) -> bool:
@@ -2442,9 +2462,15 @@ def _same_object(program: Program, name: str, value: ast.AST, fn: Function) -> O
 
 
 def _ddp_made(program: Program, value: ast.AST, fn: Function, depth: int = 2) -> Optional[tuple[ast.Call, Function]]:
-    """The DDP(...) call a value is, or that the local helper it calls returns."""
+    """The DDP(...) call a value is, or that the local helper it calls returns (the side a
+    conditional expression takes where fn pins its test: `m if opt.single_gpu else DDP(m)`
+    after `opt.single_gpu = False`)."""
     if ddp_call(program, value, fn):
         return value, fn
+    if value.__class__ is ast.IfExp and fn.node is not None:
+        side = _pinned_side(value, fn)
+        if side is not None:
+            return _ddp_made(program, side, fn, depth)
     if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in SELF_RETURNING \
             and ddp_call(program, value.func.value, fn):
         return value.func.value, fn  # `DistributedDataParallel(model, ...).to(device)` (CompTransTTS)

@@ -25,7 +25,7 @@ from typing import Any, Iterator, Optional
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import no_sync, reaching
 from ddpdoctor.lint.defaults import declared_off, settled as defaults_settled
-from ddpdoctor.lint.fact_builder import _single_process, compared, never_true, pinned_constants
+from ddpdoctor.lint.fact_builder import _compared_false, _single_process, compared, never_true, pinned_constants
 from ddpdoctor.lint.nodes import blocks_around, children, key_presence as _key_presence, walk
 from ddpdoctor.lint.ranks import counts_every_pass, received_names
 from ddpdoctor.lint.walker import (TERMINATORS, _negation_text, _never_returns, clean_exit, exits as _exits, is_main_block, rank_return_in_try,
@@ -104,6 +104,12 @@ def gather(builder: Builder, ddp: bool) -> list[RankLocalDecision]:
             # `elif args.attack_choice == "AA": adversary.run_standard_evaluation(...)` with
             # --attack_choice at "PGD": no run as launched reaches what fn decides
             del found[before:]
+        elif len(found) > before:
+            # (or a test around the decision in fn itself: `if patience > 0:` handed an option
+            # no launch gives, -1 by default)
+            at = {s.lineno: s for s in fn.own_of(ast.If, ast.While)}
+            found[before:] = [d for d in found[before:] if d.location.line not in at
+                              or not off_on_every_way(builder, fn, at[d.location.line])]
         if fn.cls is not None and fn.parent is None:
             by_class.setdefault(fn.cls, []).append((fn, stmts))
         _exit_lines(fn, [d for d in found if d.exit_line is None])
@@ -446,6 +452,23 @@ def _attr_value(stmt: ast.stmt, attr: str) -> Optional[ast.AST]:
                             isinstance(item.value, ast.Name) and item.value.id == "self":
                         return part
     return value
+
+
+def off_on_every_way(builder: Builder, fn: Function, stmt: ast.AST) -> bool:
+    """The decision sits under a test on a parameter that every way into fn makes false as
+    launched (`if early_stopping_patience > 0:` handed `args.early_stopping_patience`, -1 by
+    default and given by no launch): no run as launched decides there."""
+    path = reaching._path_to(fn.node, stmt) or ()
+    tests = [(owner.test, side == "body") for _, _, owner, side in path if isinstance(owner, ast.If)]
+    ways = builder.callers().get(fn, [])
+    if not tests or not ways or isinstance(fn.node, ast.Module):
+        return False
+    for test, body in tests:
+        said = text(test) if body else f"not ({text(test)})"
+        if all(isinstance(event.node, ast.Call) and _compared_false(fn, said, event.node, (), (), builder.program)
+               for _, event in ways):
+            return True
+    return False
 
 
 def statements(program, fn: Function) -> list:

@@ -287,7 +287,7 @@ def _decision(builder: Builder, fn: Function, after: list, names: set, ddp: bool
         if item.guards or _set_or_not(stmt.test):
             continue
         effect = rank_state._effect(builder, fn, stmt, item, ddp)
-        if effect is None:
+        if effect is None or rank_state.off_on_every_way(builder, fn, stmt):
             continue
         evaluator, loader, how = made
         return rank_state.RankLocalDecision(

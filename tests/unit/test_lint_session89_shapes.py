@@ -344,3 +344,152 @@ def test_a_pin_beside_a_fixed_process_count_leaves_the_unsharded_loader_an_error
     body = PINNED.replace("mp.spawn(worker, args=(world,), nprocs=world)", "mp.spawn(worker, args=(4,), nprocs=4)")
     found = _codes(lint_tree(tmp_path, {"train.py": body}), "DDP802")
     assert [(f.location.line, f.severity) for f in found] == [(_line(body, "loader = DataLoader("), "error")]
+
+
+# ------------------------------------------------------ a file named after the rank's own device
+# Every rank saves at the end without a rank test, to a path holding the device the rank trains
+# on (`torch.device(f"cuda:{rank}")`, handed to the training function): each rank's own file.
+DEVICE_PATH = """import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch.nn.parallel import DistributedDataParallel
+
+
+def train(model, steps, save_dir="", device="cpu"):
+    for _ in range(steps):
+        model(torch.ones(2, device=device)).sum().backward()
+    path = "{}{}_final.pt".format(save_dir, device)
+    torch.save(model.state_dict(), path)
+
+
+def main(rank, world):
+    dist.init_process_group("nccl", init_method="tcp://127.0.0.1:29500", rank=rank, world_size=world)
+    device = torch.device("cuda:{:d}".format(rank))
+    model = DistributedDataParallel(torch.nn.Linear(2, 1).to(device), device_ids=[device])
+    train(model, 10, save_dir="out/", device=device)
+
+
+if __name__ == "__main__":
+    mp.spawn(main, args=(4,), nprocs=4)
+"""
+
+
+def test_a_save_path_holding_the_ranks_device_is_each_ranks_own_file(tmp_path):
+    assert _codes(lint_tree(tmp_path, {"train.py": DEVICE_PATH}), "DDP806") == []
+
+
+def test_a_save_path_holding_a_device_every_rank_shares_is_one_file(tmp_path):
+    # twin: every rank's device is the same constant one
+    body = DEVICE_PATH.replace('torch.device("cuda:{:d}".format(rank))', 'torch.device("cuda")')
+    found = _codes(lint_tree(tmp_path, {"train.py": body}), "DDP806")
+    assert [f.location.line for f in found] == [_line(body, "torch.save(model.state_dict(), path)")]
+
+
+# ----------------------------------------- an early stop under a patience no launch turns on
+# The validation loss each rank computes from its own shard decides an early stop, but only under
+# `if patience > 0:`, handed `args.patience` whose default is -1 (a negative default is a constant
+# too) and no launch gives it: the run as launched never decides there.
+PATIENCE_OFF = """import argparse
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+
+
+def evaluate(model, loader):
+    total = 0.0
+    with torch.no_grad():
+        for (x,) in loader:
+            total += model(x).sum().item()
+    return {"loss": total / len(loader)}
+
+
+def fit(model, train_loader, val_loader, epochs, patience=-1):
+    best, stale = float("inf"), 0
+    for epoch in range(epochs):
+        train_loader.sampler.set_epoch(epoch)
+        for (x,) in train_loader:
+            model(x).sum().backward()
+        metrics = evaluate(model, val_loader)
+        improved = metrics["loss"] < best
+        if improved:
+            best = metrics["loss"]
+        if patience > 0:
+            stale = 0 if improved else stale + 1
+            if stale >= patience:
+                break
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--epochs", type=int, default=10)
+    parser.add_argument("--patience", type=int, default=-1)
+    args = parser.parse_args()
+    dist.init_process_group("nccl")
+    model = DistributedDataParallel(torch.nn.Linear(2, 1))
+    data = TensorDataset(torch.ones(64, 2))
+    train_loader = DataLoader(data, batch_size=8, sampler=DistributedSampler(data))
+    val_loader = DataLoader(data, batch_size=8, sampler=DistributedSampler(data, shuffle=False))
+    fit(model, train_loader, val_loader, args.epochs, patience=args.patience)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_an_early_stop_under_a_patience_no_launch_turns_on_is_not_reported(tmp_path):
+    assert _codes(lint_tree(tmp_path, {"train.py": PATIENCE_OFF}), "DDP809") == []
+
+
+def test_an_early_stop_under_a_patience_on_by_default_is_reported(tmp_path):
+    # twin: the patience is on by default
+    body = PATIENCE_OFF.replace('"--patience", type=int, default=-1', '"--patience", type=int, default=5')
+    found = _codes(lint_tree(tmp_path, {"train.py": body}), "DDP809")
+    assert [f.location.line for f in found] == [_line(body, "if stale >= patience:")]
+
+
+# ---------------------------------------------- a conditional forward whose switch the script pins
+# `pred = model(x) if opt.single_gpu else model.module(x)` after `opt.single_gpu = False`: the
+# distributed side alone runs, and it goes round the wrapper (DDP810).
+PINNED_SWITCH = """import argparse
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--single_gpu", action="store_true")
+    opt = parser.parse_args()
+    opt.single_gpu = False
+    if not opt.single_gpu:
+        dist.init_process_group("nccl")
+    net = torch.nn.Linear(2, 1)
+    net = net if opt.single_gpu else DistributedDataParallel(net)
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+    for step in range(100):
+        x = torch.ones(4, 2)
+        pred = net(x) if opt.single_gpu else net.module(x)
+        loss = pred.pow(2).sum()
+        loss.backward()
+        optimizer.step()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_forward_round_the_wrapper_on_the_side_the_script_pins_is_a_bypass(tmp_path):
+    found = _codes(lint_tree(tmp_path, {"train.py": PINNED_SWITCH}), "DDP810")
+    assert [(f.location.line, f.severity) for f in found] == [(_line(PINNED_SWITCH, "loss.backward()"), "error")]
+
+
+def test_a_forward_round_the_wrapper_on_a_side_the_option_picks_is_not_proven(tmp_path):
+    # twin: the switch is left to the command line (one side goes through the wrapper)
+    body = PINNED_SWITCH.replace("    opt.single_gpu = False\n", "")
+    assert _codes(lint_tree(tmp_path, {"train.py": body}), "DDP810") == []
