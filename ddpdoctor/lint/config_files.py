@@ -199,19 +199,13 @@ def _named_config(launch: Path, given: str, configs: dict, read: list) -> Option
     if "$" in given or not given.endswith((".yaml", ".yml")):
         return None  # (a shell variable, or no YAML: not a file the lint can read)
     for base in (launch.parent, Path.cwd()):
-        path = base / given
-        try:
-            if not path.is_file() or path.stat().st_size > MAX_CONFIG_BYTES:
-                continue
-            body = path.read_text(errors="replace")
-        except OSError:
+        found = _read_config(base / given, read)  # (looked at, found or not: the cache digests it)
+        if found is None:
             continue
-        kind = _DISTRIBUTED_TYPE.search(body)
+        kind = _DISTRIBUTED_TYPE.search(found[1])
         if kind is None:
             return None
-        if str(path) not in read:
-            read.append(str(path))
-        return {"DEEPSPEED": "DeepSpeed", "FSDP": "FSDP"}.get(kind.group(1).upper(), kind.group(1)), body
+        return _engine_name(kind.group(1)), found[1]
     return None
 
 
@@ -226,12 +220,16 @@ def _launch_configs(script: Path, read: list) -> list[tuple[Path, str, str]]:
             continue
         if str(config) not in read:
             read.append(str(config))
-        found.append((config, {"DEEPSPEED": "DeepSpeed", "FSDP": "FSDP"}.get(kind.group(1).upper(), kind.group(1)),
-                      body))
+        found.append((config, _engine_name(kind.group(1)), body))
     return found
 
 
 _DISTRIBUTED_TYPE = re.compile(r"^\s*distributed_type:\s*['\"]?(\w+)", re.MULTILINE)
+
+
+def _engine_name(kind: str) -> str:
+    """"DeepSpeed" / "FSDP" for a config's `distributed_type` naming one, else as written."""
+    return {"DEEPSPEED": "DeepSpeed", "FSDP": "FSDP"}.get(kind.upper(), kind)
 
 
 def config_files(folder: Path) -> list[Path]:
