@@ -17,7 +17,7 @@ from ddpdoctor.lint.nodes import blocks_around, parse_test as _test_of, walk
 from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_BUILT, DDP_FORWARD, SETUP_CALLS, fresh_model, fsdp_builder, plain_module, prepared_ddp, holds_no_ddp, dotted, grad_off_by, grad_switch, is_const, keyword, last_name,
                                      ddp_model, tests_around, text, through_grad_off, unwrapped_from)
 from ddpdoctor.lint.program import Event, Function, Guard, Klass, Program, explicit_self
-from ddpdoctor.lint.ranks import NEGATED_SWITCH, UNIFORM_NAME, _on_self
+from ddpdoctor.lint.ranks import COMPARE_OPS, NEGATED_SWITCH, UNIFORM_NAME, _on_self
 from ddpdoctor.lint.walker import COMMAND, exits, side_conds
 from ddpdoctor.lint.value_flow import placement as _placement, unreturned_arguments
 
@@ -1381,8 +1381,7 @@ def switch_form(cond: str) -> str:
 
 
 _COUNTS = (*range(1, 17), 64, 1024)  # the values a count of GPUs or processes is tried at (one at least)
-_OPS = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Gt: lambda a, b: a > b,
-        ast.GtE: lambda a, b: a >= b, ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b}
+_OPS = COMPARE_OPS  # (ranks.py is its home)
 
 
 def _count_test(cond: str, fn: Function):
@@ -2002,6 +2001,8 @@ def given_constants(callers: dict, fn: Function, param: str, depth: int = 3, tak
             found |= local_constants(caller, value.id)
         elif program is not None and (held := _launched_option(program, caller, value)) is not None:
             found.add(held)
+        elif program is not None and (held := program.ranks.module_constants(value, caller)) is not None:
+            found |= held  # (`Loader(ds, distributed=ptu.distributed)`: the module global's constants)
         else:
             return None
     return found

@@ -1669,24 +1669,19 @@ class RankFlow:
         """`mod.dist_rank` of a local module that binds it only to constants - at its top level
         and in its functions that declare it `global` (CT2's `set_gpu_mode`, `dist_rank = 0` with
         the rank left in a comment): the same value on every rank, whatever its name says."""
+        return self.module_constants(node, fn) is not None
+
+    def module_constants(self, node: ast.AST, fn: Function) -> Optional[set]:
+        """The constants `mod.x` of a local module may hold: every binding of x (at the module's
+        top and in its functions that declare it `global`) a constant, or a comparison of another
+        such global with one (CT2's `distributed = world_size > 1`, world_size only ever 1:
+        False). None otherwise."""
+        if node.__class__ is not ast.Attribute or node.value.__class__ is not ast.Name:
+            return None
         owner = self.program.symbol(node.value.id, fn)
         if owner.__class__.__name__ != "Module" or owner.body is None:
-            return False
-        # (the module's functions walked once for their `global` names, not at every `mod.x` asked)
-        held = owner.__dict__.get("_globals_set")
-        if held is None:
-            held = owner.__dict__["_globals_set"] = {}
-            for inner in owner.functions.values():
-                if inner.node is None:
-                    continue
-                for name in {n for g in walk(inner.node) if g.__class__ is ast.Global for n in g.names}:
-                    values = held.setdefault(name, [])
-                    values += [v for _, v in inner.bindings.get(name, ())]
-                    # (a `+=` on it steps it: no constant)
-                    values += [None for n in walk(inner.node) if n.__class__ is ast.AugAssign
-                               and n.target.__class__ is ast.Name and n.target.id == name]
-        values = [v for _, v in owner.body.bindings.get(node.attr, ())] + held.get(node.attr, [])
-        return bool(values) and all(v.__class__ is ast.Constant for v in values)
+            return None
+        return _global_constants(owner, node.attr, 1)
 
     def _ruled_out_at_launch(self, test: ast.AST, body: bool, fn: Function) -> bool:
         """The side (body, or else) of `if test:` the run as launched never takes: the test, or
@@ -2335,4 +2330,50 @@ def _received_later(program, values: list) -> bool:
                     s is scope and getattr(v, "lineno", 0) < value.lineno for v, s in values if v is not value):
             return True
     return False
+
+
+# a comparison's operator, applied to constants
+COMPARE_OPS = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Gt: lambda a, b: a > b,
+               ast.GtE: lambda a, b: a >= b, ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b}
+
+
+def _globals_set(owner) -> dict:
+    """A module's names its functions declare `global`, with what they bind them to (None for
+    a `+=`, which steps it: no constant); walked once a module."""
+    held = owner.__dict__.get("_globals_set")
+    if held is None:
+        held = owner.__dict__["_globals_set"] = {}
+        for inner in owner.functions.values():
+            if inner.node is None:
+                continue
+            for name in {n for g in walk(inner.node) if g.__class__ is ast.Global for n in g.names}:
+                values = held.setdefault(name, [])
+                values += [v for _, v in inner.bindings.get(name, ())]
+                values += [None for n in walk(inner.node) if n.__class__ is ast.AugAssign
+                           and n.target.__class__ is ast.Name and n.target.id == name]
+    return held
+
+
+def _global_constants(owner, name: str, depth: int) -> Optional[set]:
+    """The constants a module global is bound to (module_constants), comparisons `depth` deep."""
+    values = [v for _, v in owner.body.bindings.get(name, ())] + _globals_set(owner).get(name, [])
+    if not values:
+        return None
+    found: set = set()
+    for value in values:
+        if value.__class__ is ast.Constant:
+            found.add(value.value)
+        elif depth > 0 and value.__class__ is ast.Compare and len(value.ops) == 1 and \
+                value.left.__class__ is ast.Name and value.comparators[0].__class__ is ast.Constant and \
+                type(value.ops[0]) in COMPARE_OPS:
+            left = _global_constants(owner, value.left.id, depth - 1)
+            if left is None:
+                return None
+            try:
+                found |= {COMPARE_OPS[type(value.ops[0])](x, value.comparators[0].value) for x in left}
+            except TypeError:
+                return None
+        else:
+            return None
+    return found
 

@@ -493,3 +493,62 @@ def test_a_forward_round_the_wrapper_on_a_side_the_option_picks_is_not_proven(tm
     # twin: the switch is left to the command line (one side goes through the wrapper)
     body = PINNED_SWITCH.replace("    opt.single_gpu = False\n", "")
     assert _codes(lint_tree(tmp_path, {"train.py": body}), "DDP810") == []
+
+
+# --------------------------------------- a switch read off a module whose globals are constants
+# A helper module keeps `distributed = world_size > 1` with `world_size = 1` the only value it is
+# ever given (the real count left in a comment); the loader factory is handed `ptu.distributed`,
+# so its plain side is the one every rank of the torchrun launch builds.
+PTU = """import torch.distributed
+
+distributed = False
+world_size = 1
+
+
+def set_gpu_mode(local_rank):
+    global distributed
+    global world_size
+    world_size = 1  # len(os.environ["CUDA_VISIBLE_DEVICES"].split(","))
+    distributed = world_size > 1
+"""
+FACTORY_TRAIN = """import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+
+import ptu
+
+
+def make_loader(dataset, distributed):
+    if distributed:
+        return DataLoader(dataset, batch_size=8, sampler=DistributedSampler(dataset))
+    return DataLoader(dataset, batch_size=8, shuffle=True)
+
+
+def main():
+    dist.init_process_group("nccl")
+    ptu.set_gpu_mode(0)
+    model = DistributedDataParallel(torch.nn.Linear(2, 1))
+    loader = make_loader(TensorDataset(torch.arange(128.0).view(64, 2)), distributed=ptu.distributed)
+    for epoch in range(3):
+        for (x,) in loader:
+            model(x).sum().backward()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_plain_loader_a_module_constant_switch_always_picks_is_unsharded(tmp_path):
+    found = _codes(lint_tree(tmp_path, {"train.py": FACTORY_TRAIN, "ptu.py": PTU}), "DDP802")
+    assert [(f.location.line, f.severity) for f in found] == [
+        (_line(FACTORY_TRAIN, "return DataLoader(dataset, batch_size=8, shuffle=True)"), "error")]
+
+
+def test_a_module_switch_the_set_up_may_turn_on_leaves_the_plain_loader_to_one_process(tmp_path):
+    # twin: the module's world size comes from the environment, so `distributed` may be true
+    body = PTU.replace('    world_size = 1  # len(os.environ["CUDA_VISIBLE_DEVICES"].split(","))',
+                       '    world_size = int(__import__("os").environ.get("WORLD_SIZE", 1))')
+    assert _codes(lint_tree(tmp_path, {"train.py": FACTORY_TRAIN, "ptu.py": body}), "DDP802") == []
