@@ -58,17 +58,8 @@ def engine_launched(script: Path, read: list) -> Optional[str]:
     beside the script names (`accelerate launch --config_file configs/gpu.yaml train.py`), where
     they all name configs that pick it; None where no launch names one, or they disagree. What
     the launch proves, where launch_engine_only says what the configs lying there would pick."""
-    configs = {Path(config).name: (kind, body) for config, kind, body in _launch_configs(script, read)}
-    named = set()
-    for launch, given, flag in _accelerate_launches(script):
-        if given is None and flag is None:
-            return None  # (a launch on the user's default config: not known)
-        if str(launch) not in read:
-            read.append(str(launch))
-        # (`accelerate launch --use_fsdp ... train.py`: the engine the command line picks)
-        found = _named_config(launch, given, configs, read) if given is not None else None
-        named.add(flag if given is None else found[0] if found is not None else None)
-    return named.pop() if len(named) == 1 and named <= {"DeepSpeed", "FSDP"} else None
+    each = _launch_engines(script, read)
+    return each[0] if each and len(set(each)) == 1 and each[0] in ("DeepSpeed", "FSDP") else None
 
 
 def engines_named(script: Path, read: list) -> set[str]:
@@ -76,16 +67,22 @@ def engines_named(script: Path, read: list) -> set[str]:
     each launch by its config or flag (`accelerate launch --config_file ../configs/fsdp.yaml`):
     a documented launch of one engine among others of another still runs under it. A launch on
     the user's default config names none. read: as engine_launched."""
+    return {engine for engine in _launch_engines(script, read) if engine in ("DeepSpeed", "FSDP")}
+
+
+def _launch_engines(script: Path, read: list) -> list[Optional[str]]:
+    """The engine each `accelerate launch` written beside the script runs under: the
+    distributed_type of the config it names (beside the script, or at the path it gives), or the
+    `--use_fsdp` / `--use_deepspeed` flag; None for a launch on the user's default config or one
+    naming a file that cannot be read."""
     configs = {Path(config).name: (kind, body) for config, kind, body in _launch_configs(script, read)}
-    named = set()
+    each: list[Optional[str]] = []
     for launch, given, flag in _accelerate_launches(script):
+        if str(launch) not in read:
+            read.append(str(launch))
         found = _named_config(launch, given, configs, read) if given is not None else None
-        engine = flag if given is None else found[0] if found is not None else None
-        if engine in ("DeepSpeed", "FSDP"):
-            named.add(engine)
-            if str(launch) not in read:
-                read.append(str(launch))
-    return named
+        each.append(flag if given is None else found[0] if found is not None else None)
+    return each
 
 
 def lazy_call_targets(script: Path, read: list) -> list[tuple[str, str]]:
