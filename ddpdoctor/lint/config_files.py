@@ -514,6 +514,36 @@ def named_config(script: Path, defaults: dict, read: list) -> Optional[tuple[Pat
     return None
 
 
+def named_configs_values(script: Path, given: dict, path: tuple, read: list) -> Optional[tuple[set, bool]]:
+    """What the YAML configs every launch names give a nested key (`--config-file
+    config/cub.yaml` in each command of tools/train.sh, a yacs project's `merge_from_file`):
+    (the values the files set there, whether some file leaves the key out - the code's default
+    holds there). None where some launch names none (its declared default runs), a name is no
+    readable file, or a file inherits (`_BASE_`: what the base sets is not read here). given:
+    each option's value as launched (Contested's set where the launches differ). The files are
+    looked for from the working directory and the script's folder and the two above it (a
+    launch in tools/ runs from the project's root)."""
+    bases = [Path.cwd(), script.parent, *list(script.parent.parents)[:2]]
+    for option in _CONFIG_OPTIONS:
+        named = given.get(option)
+        names = sorted(named, key=str) if isinstance(named, frozenset) else [named]
+        if not names or not all(isinstance(n, str) and n.endswith((".yaml", ".yml")) for n in names):
+            continue
+        found: set = set()
+        lacking = False
+        for one in names:
+            body = next((hit[1] for base in bases for hit in [_read_config(base / one, read)] if hit is not None), None)
+            if body is None or "_BASE_" in body:
+                return None
+            values = _nested_values(body, path) if path[-1] in body else set()
+            if values is None:
+                return None  # (a value not read as a plain scalar: not known)
+            found |= values
+            lacking = lacking or not values
+        return found, lacking
+    return None
+
+
 def launched_parameters(script: Path, given: dict, read: list) -> tuple[dict, dict]:
     """The plain values of the parameter files the run names (`--params_file p.json`, or a
     `--config` JSON: _PARAMS_OPTIONS / _CONFIG_OPTIONS) as (settled, contested). given: each

@@ -659,6 +659,11 @@ def config_candidates(node: ast.AST, program: Program) -> Optional[set]:
         # name; the values the config files beside the script give the key, where any does)
         return (program.config_file_values(one) or None) if one else None
     held = program.config_defaults().get(path)
+    named = program.named_config_values(path) if held is not None and len(held) == 1 else None
+    if named is not None:
+        # (the configs every launch names: what they set, the code's default only where one
+        # leaves the key out - not every YAML beside the script, which no launch may run)
+        return named[0] | (set(held) if named[1] else set())
     given = program.config_file_values(path) if held is not None and len(held) == 1 else None
     return None if given is None else set(held) | given
 

@@ -17,7 +17,7 @@ from ddpdoctor.lint.nodes import children, param_defaults, source_lines, walk
 from ddpdoctor.lint.process_seeds import _off_by_default as _seed_option_unset, _on_import, _seeds_direct_path, _with_own_calls, seed_has_rank, seeded_per_rank
 from ddpdoctor.lint.rank_state import rank_advanced
 from ddpdoctor.lint.ranks import GPU_COUNT, SPAWNERS
-from ddpdoctor.lint.patterns import (GLOBAL_DRAWS, library_scaler_backward, _dict_call_literal, _grad_context, _instantiated, call_chain, call_keywords, dotted, hf_trainer_class, is_const, keyword, last_name, loader_call, loader_dataset,
+from ddpdoctor.lint.patterns import (GLOBAL_DRAWS, SCALAR_DRAWS, library_scaler_backward, _dict_call_literal, _grad_context, _instantiated, call_chain, call_keywords, dotted, hf_trainer_class, is_const, keyword, last_name, loader_call, loader_dataset,
                                      own_keyword, plain_loss, text)
 from ddpdoctor.lint.pins import program_floor
 from ddpdoctor.lint.program import Function, Klass, is_property, table_values_bound
@@ -215,6 +215,28 @@ ITEM_DRAWS = frozenset({"torch.randperm", "numpy.random.permutation", "numpy.ran
                         "numpy.random.choice", "random.choices",
                         "random.sample", "torch.utils.data.random_split",
                         "sklearn.model_selection.train_test_split", "sklearn.utils.shuffle"})
+
+
+def _keeps_by_draw(call: ast.Call, fn: Function, full: str) -> bool:
+    """A scalar draw that decides which items a loop keeps: `x = randint(0, 5000)` then `if x >
+    keep * 5000: continue` (or the item appended under a test of it), in a loop over the items -
+    an unseeded one keeps a different subset, of a different length, in each process."""
+    if full not in SCALAR_DRAWS or fn.node is None or isinstance(fn.node, ast.Module):
+        return False
+    path = reaching._path_to(fn.node, call) or []
+    loop = next((owner for _, _, owner, _ in reversed(path) if owner.__class__ in (ast.For, ast.While)), None)
+    if loop is None:
+        return False
+    # the names the draw is bound to (`xx = randint(...)`), or the draw itself in a test
+    bound = {t.id for stmt in walk(loop) if stmt.__class__ is ast.Assign and stmt.value is call
+             for t in stmt.targets if t.__class__ is ast.Name}
+    for test in (n for n in walk(loop) if n.__class__ is ast.If):
+        reads = any(n is call or (n.__class__ is ast.Name and n.id in bound) for n in walk(test.test))
+        if reads and any(n.__class__ in (ast.Continue, ast.Break) or (
+                n.__class__ is ast.Call and n.func.__class__ is ast.Attribute and n.func.attr == "append")
+                for stmt in test.body + test.orelse for n in walk(stmt)):
+            return True
+    return False
 
 
 def _datasets_split(program, call: ast.Call, fn: Function, full: str) -> bool:
@@ -2320,6 +2342,11 @@ class LoaderFacts:
             if not self._builds_distributed_sampler(call, fn) or self._never_built(call, fn) or \
                     self.switched_off(fn, call) or self.off_at_launch_only(fn):
                 continue  # (a sampler on a side of its builder's switch no call takes)
+            if off_at_launch(tuple(cond for cond in fn.__dict__.get("_call_conds", {}).get(id(call), ())
+                                   if not DIST_SWITCH.search(cond[0])), program):
+                # (or under a test the run as launched makes false: `if cfg.DATALOADER.MODE ==
+                # "random":` where every config the launches name sets "episode")
+                continue
             if self._keyed_unread(fn, call):
                 continue  # (`samplers = {"train": ..., "val": ...}` whose "val" nothing reads)
             shuffle = keyword(call, "shuffle")
@@ -3260,6 +3287,34 @@ class LoaderFacts:
                 draw = self._unseeded_draw(call, fn)
                 if draw:
                     return draw
+        # (or by a method of its own the scope calls on it before handing it on: `creator =
+        # DataCreator(folders)`, then `creator.make_data()` keeping each file an unseeded
+        # `randint` lets through)
+        for call in fn.own_calls:
+            func = call.func
+            if func.__class__ is ast.Attribute and func.value.__class__ is ast.Name and func.value.id == name:
+                targets = self.program.resolve(func, fn)[0]
+                method = targets[0] if len(targets) == 1 and targets[0].cls is not None else None
+                draw = self._method_draw(method, 2) if method is not None and method.node is not None else ""
+                if draw:
+                    return draw
+        return ""
+
+    def _method_draw(self, method: Function, depth: int) -> str:
+        """An unseeded draw in a dataset's method, or in the methods of its own it calls on
+        `self`, depth levels down; "" if none."""
+        draw = next((found for inner in method.own_calls if (found := self._unseeded_draw(inner, method))), "")
+        if draw or depth <= 1:
+            return draw
+        klass = self.program._class_of_fn(method)
+        for inner in method.own_calls:
+            func = inner.func
+            if klass is not None and func.__class__ is ast.Attribute and func.value.__class__ is ast.Name and \
+                    func.value.id == "self" and (other := self.program.method(klass, func.attr)) is not None \
+                    and other is not method and other.node is not None:
+                draw = self._method_draw(other, depth - 1)
+                if draw:
+                    return draw
         return ""
 
     def _ruled_out_by(self, init: Function, inner: ast.Call, built: ast.Call, scope: Function) -> bool:
@@ -3291,11 +3346,12 @@ class LoaderFacts:
     def _unseeded_draw(self, call: ast.Call, fn: Function) -> str:
         full = self.program.qualify(call.func, fn) or ""
         if full not in ITEM_DRAWS and not _datasets_split(self.program, call, fn, full) and \
-                not _frame_sample(self.program, call, fn, full):
+                not _frame_sample(self.program, call, fn, full) and not _keeps_by_draw(call, fn, full):
             return ""
         alike = self._alike_streams()
         # (scikit-learn's, pandas' and a datasets split's default seeds come from numpy's global stream)
-        stream = "numpy" if full.startswith("sklearn.") or full not in ITEM_DRAWS else full.partition(".")[0]
+        stream = "numpy" if full.startswith("sklearn.") or (full not in ITEM_DRAWS and full not in SCALAR_DRAWS) \
+            else full.partition(".")[0]
         if alike and (stream in alike or "*" in alike):
             return ""  # (drawn from a stream every rank seeded alike)
         if self._reseeded_before(call, fn, stream):

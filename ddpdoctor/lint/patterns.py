@@ -2100,7 +2100,26 @@ def made_by(program: Program, node: ast.AST, fn: Function, cls_name: str) -> boo
 def ddp_call(program: Program, value: ast.AST, fn: Function) -> bool:
     """`DistributedDataParallel(...)` (torch's or apex's, under any import name): both all-reduce
     the gradients in every backward."""
-    return isinstance(value, ast.Call) and ddp_class(program, value.func, fn)
+    return isinstance(value, ast.Call) and (ddp_class(program, value.func, fn) or _wrapped_as_ddp(program, value, fn))
+
+
+def _wrapped_as_ddp(program: Program, call: ast.Call, fn: Function) -> bool:
+    """torch's `wrap(model)` inside `with enable_wrap(wrapper_cls=DistributedDataParallel):` in
+    the same function: the wrapper the block names, DDP here (not FSDP, enable_wrap's usual)."""
+    if (program.qualify(call.func, fn) or "") not in _WRAP_CALLS or fn.node is None:
+        return False
+    for _, _, owner, _ in reaching._path_to(fn.node, call) or ():
+        if owner.__class__ is ast.With:
+            for item in owner.items:
+                made = item.context_expr
+                if made.__class__ is ast.Call and (program.qualify(made.func, fn) or "").endswith(
+                        "fsdp.wrap.enable_wrap") and (kind := keyword(made, "wrapper_cls")) is not None:
+                    return ddp_class(program, kind, fn)
+    return False
+
+
+# torch's auto-wrapping call, by the names it is importable under
+_WRAP_CALLS = frozenset({"torch.distributed.fsdp.wrap.wrap", "torch.distributed.fsdp.wrap"})
 
 
 def ddp_class(program: Program, node: ast.AST, fn: Function) -> bool:

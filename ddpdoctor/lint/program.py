@@ -29,6 +29,7 @@ from ddpdoctor.core.errors import UsageError
 from ddpdoctor.lint import defaults, patterns, reaching
 from ddpdoctor.lint.nodes import own_nodes, own_nodes_of, walk
 from ddpdoctor.lint.config_files import (LEFT_OUT, UNKNOWN_VALUE, Contested, config_file_settings, config_values,
+                                         named_configs_values,
                                          elastic_launch_only, multi_process_options,
                                          hydra_main_config, key_values_anywhere, launch_values, launched_parameters, leaf_values, named_config,
                                          module_names, named_values, yaml_beside)
@@ -1272,7 +1273,7 @@ class Program:
             for node in fn.own_of(ast.Assign):
                 if not (node.__class__ is ast.Assign and len(node.targets) == 1
                         and isinstance(node.targets[0], (ast.Tuple, ast.List))
-                        and _unpacked_sides(node.value)):
+                        and (_unpacked_sides(node.value) or _handed_list(node.value, fn))):
                     continue
                 elts = node.targets[0].elts
                 if any(isinstance(t, ast.Starred) for t in elts):
@@ -1351,6 +1352,16 @@ class Program:
         """(assignment, position, width, its function) -> the values at that position of what
         the assigned side gives."""
         out = []
+        for node, index, width, fn in sites:
+            if _handed_list(node.value, fn):
+                # `model, mel_fn = nets` in `def train_and_evaluate(rank, epoch, nets, ...)` called
+                # with `[model, mel_fn]` (VITS-style trainers): that element of each list handed
+                for given, caller in self._passed(node.value.id, fn):
+                    for held, scope in [(given, caller), *(self.values_of(given, caller, 1) if given.__class__ is ast.Name
+                                                          else ())]:
+                        if held.__class__ in (ast.List, ast.Tuple) and len(held.elts) == width and \
+                                not any(e.__class__ is ast.Starred for e in held.elts):
+                            out.extend(self.values_of(held.elts[index], scope))
         # (`train_tf, val_tf = build(n) if given is None else given`: each side that is a call)
         for value, index, width, fn in [(v, i, w, f) for node, i, w, f in sites for v in _unpacked_sides(node.value)]:
             if value.__class__ is ast.Subscript:
@@ -3450,6 +3461,16 @@ class Program:
                 self.__dict__.setdefault("_parameter_values", {})[key] = value
                 self.__dict__.get("_launched_values", {}).pop(key, None)
                 contested.pop(key, None)
+            # (`--local_rank`: torch.distributed.launch hands each process its own, so its declared
+            # default - -1 for "not distributed", or 0 - is no value a launched rank holds; YOLOv5-
+            # style scripts build the DistributedSampler under `rank >= 0`. Unless every launch
+            # uses torchrun, which hands none: local_rank_unset's case, the default on every rank.)
+            given = declared_options(self.files).get("local_rank")
+            if given is not None and found.get(given[0]) is not None and given[0] not in self.hand_set() and \
+                    given[0] not in self.__dict__.get("_launched_values", {}) and not (
+                        script is not None and script.path is not None
+                        and elastic_launch_only(script.path, script.hydra_configs)):
+                found[given[0]] = None
             self.__dict__["_launch_candidates"] = contested
             self.__dict__["_option_defaults_seen"] = found
         return found
@@ -3549,7 +3570,8 @@ class Program:
             if declared and script is not None and script.path is not None and \
                     not any("LOCAL_RANK" in "\n".join(f.lines) for f in self.files) and \
                     elastic_launch_only(script.path, script.hydra_configs):
-                defaults = self.option_defaults()
+                self.option_defaults()
+                defaults = self.__dict__.get("_declared_defaults", {})  # (as declared: the run keeps them)
                 found = frozenset(d for d in declared if isinstance(defaults.get(d), int))
             held = self.__dict__["_local_rank_unset"] = (len(self.files), found)
         return held[1]
@@ -3652,6 +3674,19 @@ class Program:
                             dead.update(id(n) for n in walk(stmt))
             memo[id(klass)] = frozenset(dead)
         return memo[id(klass)]
+
+    def named_config_values(self, path: tuple) -> Optional[tuple[set, bool]]:
+        """What the YAML configs the launches beside the script name give a nested key
+        (config_files.named_configs_values: the values, and whether some file leaves it to the
+        code's default); None where the launches name none. Once per key."""
+        memo = self.__dict__.setdefault("_named_config_values", {})
+        if path not in memo:
+            self.option_defaults()  # (reads the launches once)
+            script = self.sources[0] if self.sources else None
+            launched = self.__dict__.get("_launched_values") or {}
+            memo[path] = None if script is None or script.path is None else \
+                named_configs_values(script.path, launched, path, script.hydra_configs)
+        return memo[path]
 
     def config_file_values(self, path: tuple, lists: bool = False) -> Optional[set]:
         """What the YAML configs beside the script set at a nested key (config_files.config_values;
@@ -4194,6 +4229,12 @@ def _walks_a_namespace(fn: Function) -> bool:
             (n.__class__ is ast.Attribute and n.attr == "__dict__") or
             (n.__class__ is ast.Call and n.func.__class__ is ast.Name and n.func.id == "vars") for n in walk(fn.node))
     return found
+
+
+def _handed_list(value: ast.AST, fn: Function) -> bool:
+    """The unpacked side is a parameter fn never rebinds: its items are what the callers hand."""
+    return value.__class__ is ast.Name and (value.id in fn.params or value.id in fn.kwonly) \
+        and not fn.bindings.get(value.id)
 
 
 def _unpacked_sides(value: ast.AST) -> list[ast.AST]:

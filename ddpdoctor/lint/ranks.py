@@ -848,7 +848,7 @@ class RankFlow:
                 # of each rank in turn, the same answers on every process
                 return None
             targets, _ = self.program.resolve(test.func, fn)
-            for target in targets:
+            for target in targets or self._only_definer(test.func, fn):
                 found = self._function_test(target, depth)
                 if found is not None:
                     if found.scope == "node" and self._world_given(target, test, fn):
@@ -892,6 +892,21 @@ class RankFlow:
             if MAIN_FLAG.match(name):
                 return RankTest(text(test), name, "zero", scope=_flag_scope(name))
         return None
+
+    def _only_definer(self, func: ast.AST, fn: Function) -> list:
+        """`state.get_output_flag()` on an object whose class the lint does not follow (a
+        namespace handed down through several helpers): the method of that name where exactly
+        one class of the project defines it, a test the call then asks; empty otherwise (a name
+        two classes define, a library's call, a private or special method)."""
+        root = func
+        while root.__class__ is ast.Attribute:
+            root = root.value
+        if func.__class__ is not ast.Attribute or func.attr.startswith("_") or root.__class__ is not ast.Name or \
+                any((alias.asname or alias.name.partition(".")[0]) == root.id
+                    for imp in fn.file.imports for alias in imp.names):
+            return []  # (`dist.is_initialized()`: a module's function, not an object's method)
+        found = [k.methods[func.attr] for k in self.program.classes if func.attr in k.methods]
+        return found if len(found) == 1 and found[0].node is not None else []
 
     def _one_rank_kind(self, test: ast.Call, fn: Function, depth: int) -> Optional[RankTest]:
         """`isinstance(pbar, tqdm)` where `pbar = tqdm(...)` under a rank test and something else
