@@ -2342,10 +2342,11 @@ class LoaderFacts:
             if not self._builds_distributed_sampler(call, fn) or self._never_built(call, fn) or \
                     self.switched_off(fn, call) or self.off_at_launch_only(fn):
                 continue  # (a sampler on a side of its builder's switch no call takes)
-            if off_at_launch(tuple(cond for cond in fn.__dict__.get("_call_conds", {}).get(id(call), ())
-                                   if not DIST_SWITCH.search(cond[0])), program):
+            if off_at_launch(tuple((cond, flag) for cond, flag in fn.__dict__.get("_call_conds", {}).get(id(call), ())
+                                   if not flag and not DIST_SWITCH.search(cond)), program):
                 # (or under a test the run as launched makes false: `if cfg.DATALOADER.MODE ==
-                # "random":` where every config the launches name sets "episode")
+                # "random":` where every config the launches name sets "episode"; not a plain
+                # flag, `if args.multi_gpu and args.dist:` - the switches of the run asked for)
                 continue
             if self._keyed_unread(fn, call):
                 continue  # (`samplers = {"train": ..., "val": ...}` whose "val" nothing reads)

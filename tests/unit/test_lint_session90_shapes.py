@@ -401,3 +401,38 @@ def test_items_kept_by_a_draw_from_a_stream_seeded_alike_are_the_same_on_every_r
         '    dist.init_process_group("gloo")\n', '    dist.init_process_group("gloo")\n    random.seed(0)\n').replace(
         "import torch\n", "import random\n\nimport torch\n", 1)})
     assert _codes(lint_tree(tmp_path, files), "DDP803") == []
+
+
+def test_a_sampler_under_switches_left_off_by_default_is_still_the_run_asked_for(tmp_path):
+    # twin of the launched configs: plain store_true switches (`--multi-gpu --dist`) around the
+    # sampler are the run the user turns on by name, not a side the launch rules out
+    body = """import argparse
+
+import torch
+import torch.distributed as dist
+from torch.utils.data import BatchSampler, DataLoader, DistributedSampler, TensorDataset
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--multi-gpu", action="store_true")
+    parser.add_argument("--dist", action="store_true")
+    args = parser.parse_args()
+    data = TensorDataset(torch.randn(64, 4))
+    if args.multi_gpu and args.dist:
+        dist.init_process_group("gloo")
+        sampler = DistributedSampler(data, shuffle=True)
+        loader = DataLoader(data, batch_sampler=BatchSampler(sampler, 8, drop_last=True))
+    else:
+        loader = DataLoader(data, batch_size=8, shuffle=True)
+    model = torch.nn.Linear(4, 1)
+    for epoch in range(5):
+        for (x,) in loader:
+            model(x).sum().backward()
+
+
+if __name__ == "__main__":
+    main()
+"""
+    found = _codes(lint_tree(tmp_path, {"train.py": body}), "DDP804")
+    assert [f.location.line for f in found] == [_line(body, "sampler = DistributedSampler(")]
