@@ -39,6 +39,10 @@ def double_sharding(facts: LintFacts) -> list[Problem] | Skipped:
         before the split) - not a draw under a test the dataset's construction makes false,
         nor one right after the function seeds that stream itself with no rank in the seed
         (`np.random.seed(seed); np.random.shuffle(order)`: a class order every rank draws alike),
+    also a scalar draw that decides which items a loop keeps (`ticket = randint(0, 1000)`, then
+    `if ticket > share * 1000: continue`, or the item appended under such a test), in the
+    constructor or in a method of its own the script calls on the dataset before the sampler
+    (`pool.fill()`, and the methods it calls on `self`),
         or before every call into the drawing function (a dataset constructor that seeds numpy,
         then calls the method that shuffles; a seeding under a test does not count),
         nor a rank only in a folder a call writes in (`from_pretrained(m, cache_dir=f"c_{rank}")`)

@@ -31,7 +31,10 @@ def forward_round_the_wrapper(facts: LintFacts) -> list[Problem] | Skipped:
         own and through it on the other (`if not self.rl_stage: out = self.model(x)` ... `else:
         seq, logp = self.model.module.decode(x)`, a self-critical stage switched on at run
         time), the way by way binding of the name it returns read. The wrapper must be
-        seen to be DDP where the forward runs (a DataParallel's `.module` is not reported);
+        seen to be DDP where the forward runs (a DataParallel's `.module` is not reported;
+        torch's `wrap(model)` inside `with enable_wrap(wrapper_cls=DistributedDataParallel):`
+        builds one, and a wrapper handed to a helper in a list its parameter unpacks, `model,
+        aux = nets` of `train_and_evaluate(rank, epoch, [model, aux], ...)`, is still one);
         Accelerate's `prepare()` builds one in a run of several processes, so a prepared model
         read off its wrapper (`if isinstance(model, DistributedDataParallel): model =
         model.module` right after prepare) and trained through that name is reported too. An

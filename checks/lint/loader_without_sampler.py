@@ -23,7 +23,10 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
         also around the construction of a framework's data module whose hooks build the loader;
         options declared from a dict (`add_dict_to_argparser(parser, defaults)`) and given through
         a launch script's shell variables (`FLAGS="--set_name train"`, `python train.py $FLAGS`)
-        count as any other. A loader whose batches a generator passes on (`while True: yield
+        count as any other - but not `--local_rank`, which torch.distributed.launch hands each
+        process itself: its declared default (-1 for "not distributed") is no launched rank's,
+        so `DistributedSampler(ds) if rank >= 0 else None` builds the sampler (a launch by
+        torchrun alone hands none, and the default holds there). A loader whose batches a generator passes on (`while True: yield
         from loader`, then a caller's own `for b in data: yield b`) trains where the generator
         is drawn from. Where every launcher command written beside the script starts one
         process (`mpiexec -n 1`, `torchrun --nproc_per_node=1`; a plain `python train.py` too

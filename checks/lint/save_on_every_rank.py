@@ -44,7 +44,11 @@ def save_on_every_rank(facts: LintFacts) -> list[Problem] | Skipped:
         rank: a save under `if args.local_rank == 0:` is every rank's. So does a `--rank`
         option with a number for default that no launch written beside the script hands and
         no code that runs sets (`opts.rank = rank` only in a set-up helper nothing calls): a
-        save under `if opts.rank == 0:` is every rank's. Saves under
+        save under `if opts.rank == 0:` is every rank's. A test asked of an object whose
+        class is not followed (a namespace handed down through several helpers) by a method
+        exactly one class of the project defines is that method's answer: `if not
+        state.get_output_flag(): return` where the flag is set by `set_output_flag(rank == 0)`
+        is a rank test. Saves under
         `if rank == 0:` (or in a function only called under
         one), to per-rank paths (`f"ckpt-{rank}.pt"`) or to an in-memory buffer are fine,
         and so is a file per sample written while a dataset loads it (a feature cache in

@@ -59,6 +59,11 @@ def set_epoch_missing(facts: LintFacts) -> list[Problem] | Skipped:
         0 each time. A builder's sampler on the side of a flag its callers turn on only under
         the switch that starts the distributed run (`if args.parallel: mp.spawn(...)`, whatever
         the switch is called) is judged on the run that turns it on, not left as switched off.
+        A sampler under a comparison the run as launched makes false is no run's sampler: a
+        yacs project's `if cfg.LOADER.MODE == "plain":` where every launch written beside the
+        script names a config (`--config-file configs/cub.yaml`) that sets another mode (the
+        code's default counts only where a named config leaves the key out); plain switches
+        left off by default (`if args.multi_gpu and args.dist:`) are the run asked for by name.
 
     Why it hurts:
         DistributedSampler shuffles with the seed `seed + epoch`. Without set_epoch the
