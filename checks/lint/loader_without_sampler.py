@@ -26,7 +26,11 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
         count as any other - but not `--local_rank`, which torch.distributed.launch hands each
         process itself: its declared default (-1 for "not distributed") is no launched rank's,
         so `DistributedSampler(ds) if rank >= 0 else None` builds the sampler (a launch by
-        torchrun alone hands none, and the default holds there). A loader whose batches a generator passes on (`while True: yield
+        torchrun alone hands none, and the default holds there). The project's own DataLoader
+        subclass (`super().__init__(ds, shuffle=True)` in its constructor) is each instance the
+        program builds, and trains where one does; its constructor's `if distributed:` handed
+        False on every way in (a literal, a module's constant global) is no choice left open.
+        A loader whose batches a generator passes on (`while True: yield
         from loader`, then a caller's own `for b in data: yield b`) trains where the generator
         is drawn from. Where every launcher command written beside the script starts one
         process (`mpiexec -n 1`, `torchrun --nproc_per_node=1`; a plain `python train.py` too

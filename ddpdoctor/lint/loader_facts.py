@@ -482,7 +482,8 @@ class LoaderFacts:
                 with_replacement=bool(plain) and all(_with_replacement(v) for v in plain),
                 # (a builder's `if phase == "train": ... else: DataLoader(...)`: the name its
                 # caller binds is read by the training loop, but that side never builds it there)
-                trains=(trains := (self._trains(fn, name, call=call) or bool(hooked))
+                trains=(trains := (self._trains(fn, name, call=call) or bool(hooked)
+                                   or self._instances_train(fn, call))
                         and not _off_the_training_side(fn, call)),
                 trainer_hook=hooked if framework == "transformers" and trains else "",
                 plain_trains=trains and self._trains(fn, name, call=call, among=self._plain_names_seen())
@@ -1526,6 +1527,22 @@ class LoaderFacts:
                         if index + 1 < len(target.params):
                             yield target, target.params[index + 1]
 
+    def _instances_train(self, fn: Function, call: ast.Call) -> bool:
+        """`super().__init__(dataset, shuffle=True, ...)` in the constructor of the project's own
+        DataLoader subclass: the loader is each instance the program builds (`loader =
+        Loader(ds, ...)`, returned by a factory), and it trains where one of them does."""
+        func = call.func
+        if not (fn.name == "__init__" and fn.cls is not None and func.__class__ is ast.Attribute
+                and func.attr == "__init__" and func.value.__class__ is ast.Call
+                and func.value.func.__class__ is ast.Name and func.value.func.id == "super"):
+            return False
+        klass = self.program._class_of_fn(fn)
+        if klass is None:
+            return False
+        return any(site.func.__class__ is ast.Name and self.program._callee_symbol(site.func, where) is klass
+                   and self._trains(where, self.bound_name(where, site), call=site)
+                   for where, site, _, _ in self.calls())
+
     def _trains(self, fn: Function, name: str, split: bool = False, call: Optional[ast.Call] = None,
                 among: Optional[set] = None) -> bool:
         """The loader bound to name in fn is iterated by a backward loop: there, or (returned by a
@@ -1960,6 +1977,8 @@ class LoaderFacts:
             for mine, other in ((node.body, node.orelse), (node.orelse, node.body)):
                 if not any(n is call for s in mine for n in walk(s)):
                     continue
+                if self._side_always_taken(fn, node.test, mine is node.body):
+                    continue  # (`Loader(ds, distributed=ptu.distributed)`, False on every way in)
                 tests = lambda stmts: {switch_form(text(n.test)) for s in stmts for n in walk(s) if isinstance(n, ast.If)}
                 forms = {switch_form(c) for c in switches}
                 if tests(other) & forms and not tests(mine) & forms:
@@ -1976,6 +1995,16 @@ class LoaderFacts:
                     # whose other side the switched-on run takes at the options' defaults.)
                     return text(node.test)
         return ""
+
+    def _side_always_taken(self, fn: Function, test: ast.AST, body: bool) -> bool:
+        """A test on a bare parameter every way into fn gives constants that take this side
+        (body: the `if` side): no choice is left open for the run."""
+        negated = test.__class__ is ast.UnaryOp and test.op.__class__ is ast.Not
+        name = test.operand if negated else test
+        if name.__class__ is not ast.Name or name.id not in fn.params:
+            return False
+        held = given_constants(self.callers(), fn, name.id, program=self.program)
+        return bool(held) and all((bool(v) != negated) == body for v in held)
 
     def _replaced_when_distributed(self, fn: Function, call: ast.Call) -> bool:
         """`train_loader = load_data(...)` then `if distributed: train_loader = DataLoader(ds,

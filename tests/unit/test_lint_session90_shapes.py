@@ -436,3 +436,60 @@ if __name__ == "__main__":
 """
     found = _codes(lint_tree(tmp_path, {"train.py": body}), "DDP804")
     assert [f.location.line for f in found] == [_line(body, "sampler = DistributedSampler(")]
+
+
+# ------------------------------------------------- the project's own DataLoader subclass, built plain
+# `class Loader(DataLoader)` calls `super().__init__(...)` with a DistributedSampler under its
+# `distributed` parameter and without one otherwise; the factory always hands False. The loader
+# is each instance the program builds, and the training loop iterates the one the factory returns.
+SUBCLASS = """import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+
+
+class Loader(DataLoader):
+    def __init__(self, dataset, batch_size, distributed):
+        if distributed:
+            sampler = DistributedSampler(dataset, shuffle=True)
+            super().__init__(dataset, batch_size=batch_size, sampler=sampler)
+        else:
+            super().__init__(dataset, batch_size=batch_size, shuffle=True)
+
+    def set_epoch(self, epoch):
+        if isinstance(self.sampler, DistributedSampler):
+            self.sampler.set_epoch(epoch)
+
+
+def create(batch_size):
+    data = TensorDataset(torch.randn(64, 4))
+    loader = Loader(data, batch_size, distributed=False)
+    return loader
+
+
+def main():
+    dist.init_process_group("gloo")
+    model = DistributedDataParallel(torch.nn.Linear(4, 1))
+    train_loader = create(8)
+    for epoch in range(3):
+        train_loader.set_epoch(epoch)
+        for (x,) in train_loader:
+            model(x).sum().backward()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_dataloader_subclass_built_plain_on_every_way_in_is_unsharded(tmp_path):
+    found = _codes(lint_tree(tmp_path, {"train.py": SUBCLASS}), "DDP802")
+    assert [(f.location.line, f.severity) for f in found] == [
+        (_line(SUBCLASS, "super().__init__(dataset, batch_size=batch_size, shuffle=True)"), "error")]
+
+
+def test_a_dataloader_subclass_built_with_its_sampler_is_sharded(tmp_path):
+    # twin: the factory hands True, the sampler's side
+    body = SUBCLASS.replace("distributed=False)", "distributed=True)")
+    assert _codes(lint_tree(tmp_path, {"train.py": body}), "DDP802") == []
