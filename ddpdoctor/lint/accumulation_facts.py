@@ -12,7 +12,7 @@ from typing import Iterator, Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import no_sync
-from ddpdoctor.lint.defaults import _assigned, _declared_field, config_settles, constructed_truth, settled
+from ddpdoctor.lint.defaults import _assigned, _compare_constant, _declared_field, config_settles, constructed_truth, settled
 from ddpdoctor.lint.fact_builder import (_cond_false, _cond_true, _fn_loops, _loops, _single_process, _truth_by_constants,
                                           argument_at, given_constants, loc)
 from ddpdoctor.lint.nodes import children, walk
@@ -1358,6 +1358,15 @@ class AccumulationFacts:
             return True
         if _cond_false(fn, call, cond, True, ()):
             return False
+        if test.__class__ is ast.Compare and len(test.ops) == 1 and test.left.__class__ is ast.Name and \
+                test.left.id in fn.params and not fn.bindings.get(test.left.id):
+            # `if mode == "train":` of `train_val_fn(..., mode="train", optimizer=...)`: the side
+            # the constant this call hands (or the default it leaves) takes
+            passed = argument_at(fn, call, test.left.id)
+            if passed.__class__ is ast.Constant:
+                answer = _compare_constant(passed.value, test.ops[0], test.comparators[0])
+                if answer is not None:
+                    return answer
         negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
         name = test.operand if negated else test
         if isinstance(name, ast.Name) and name.id not in fn.params:

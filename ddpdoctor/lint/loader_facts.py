@@ -459,7 +459,7 @@ class LoaderFacts:
                 or (bool(name) and self._read_on_one_rank(fn, name, call))
                 or (bool(name) and self._one_batch_handed_on(fn, name))
                 or (bool(name) and bool(self._names_outside(fn, name) & self._picked_to_evaluate())))
-            plain = [v for v, _ in self.program.values_of(sampler, fn)
+            plain = [v for v, _ in self._sampler_values(sampler, fn)
                      if isinstance(v, ast.Call) and self._plain_sampler(v, fn)] if sampler is not None else []
             classes = {last_name(v.func) for v in plain}
             handed = bool(name) and name in prepared and self._prepared_here(fn, call, name, prepared_fields,
@@ -1182,7 +1182,11 @@ class LoaderFacts:
         (DDP805 asks which backward DDP syncs: accumulation_facts._backward). Once per call,
         function and depth: each loop's body is asked again for the loops around it."""
         if isinstance(call.func, ast.Attribute) and call.func.attr == "backward":
-            return True
+            # (not a method of the project's own that back-propagates nothing: a normalizer's
+            # `self.normalizer.backward(motions)`, mapping features back to their scale)
+            targets = self.program.resolve(call.func, fn)[0]
+            return not targets or any(t.node is None or isinstance(t.node, ast.Module) or any(
+                c.func.__class__ is ast.Attribute and c.func.attr == "backward" for c in t.own_calls) for t in targets)
         memo = self.__dict__.setdefault("_backward_memo", {})
         key = (id(call), id(fn), depth)
         found = memo.get(key)
@@ -2168,9 +2172,14 @@ class LoaderFacts:
                 # `smp = pick_sampler(ds, acc)`, a helper returning DistributedSampler(...) where
                 # there are several processes (None otherwise): what its returns are
                 target = self.program.callee(value.func, scope)
-                if self.program.is_function(target) and not isinstance(target.node, ast.Module) and target.returned \
-                        and any(self._sampler_kind(r, target, depth - 1) == "distributed" for r in target.returned):
-                    return "distributed"
+                if self.program.is_function(target) and not isinstance(target.node, ast.Module) and target.returned:
+                    returned = {self._sampler_kind(r, target, depth - 1) for r in target.returned}
+                    if "distributed" in returned:
+                        return "distributed"
+                    if returned == {"plain"}:
+                        # `get_weighted_sampler(ds)` returning `WeightedRandomSampler(w, n)`: plain
+                        kinds.add("plain")
+                        continue
             if is_const(value, None):
                 kinds.add("none")
             elif isinstance(value, ast.Call) and self._plain_sampler(value, scope):
@@ -2187,6 +2196,17 @@ class LoaderFacts:
         if "custom" in kinds:
             return "custom"
         return "plain" if "plain" in kinds else "none"
+
+    def _sampler_values(self, sampler: ast.AST, fn: Function) -> list:
+        """What a sampler expression may hold (values_of), and for a call to a local helper the
+        samplers it returns (`get_weighted_sampler(ds)` -> `WeightedRandomSampler(...)`)."""
+        found = []
+        for value, scope in self.program.values_of(sampler, fn):
+            found.append((value, scope))
+            target = self.program.callee(value.func, scope) if value.__class__ is ast.Call else None
+            if target is not None and self.program.is_function(target) and not isinstance(target.node, ast.Module):
+                found += [held for r in target.returned for held in self.program.values_of(r, target)]
+        return found
 
     def _trainer_base_sampler(self, call: ast.Call, fn: Function) -> bool:
         """`self._get_train_sampler()` in a Hugging Face Trainer subclass that does not override

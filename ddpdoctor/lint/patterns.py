@@ -1014,7 +1014,8 @@ def bypassed_on_a_side(program: Program, loss: ast.AST, fn: Function):
                         for inner, scope in _round_among(program, _loss_calls(program, round_[0], target, True),
                                                          target, 0):
                             wrapper = _wrapper_of(program, inner, scope)
-                            if wrapper is not None and not grad_off(program, inner, scope):
+                            if wrapper is not None and not grad_off(program, inner, scope) and \
+                                    not _fed_by_the_wrapper(program, inner, scope):
                                 return inner, scope, *wrapper, text(stmt.test, 60), side
     return None
 
@@ -1032,9 +1033,46 @@ def bypassed_wrapper(program: Program, loss: ast.AST, fn: Function):
         along = list(_round_among(program, _loss_calls(program, value, fn, True), fn, 1))
         for call, scope in along or _round_among(program, _loss_calls(program, value, fn), fn, 1):
             wrapper = _wrapper_of(program, call, scope)
-            if wrapper is not None and not grad_off(program, call, scope):
+            if wrapper is not None and not grad_off(program, call, scope) and not _fed_by_the_wrapper(program, call, scope):
                 return call, scope, *wrapper
     return None
+
+
+def _fed_by_the_wrapper(program: Program, call: ast.Call, fn: Function, depth: int = 3) -> bool:
+    """The call round the wrapper computes from what the wrapper's own forward returned in the
+    same step: `img_hash, txt_hash = self.model_ddp(image, text)`, then `self.model.object_function(
+    img_hash=img_hash, ...)` (a loss method of the module inside, handed the wrapper's outputs
+    directly or through a helper's parameters, depth callers up). The forward prepared the
+    reducer, and the backward runs through it."""
+    args = [*call.args, *(k.value for k in call.keywords)]
+    return any(_from_ddp_forward(program, arg, fn, depth) for arg in args)
+
+
+def _from_ddp_forward(program: Program, expr: ast.AST, fn: Function, depth: int) -> bool:
+    """Some name expr reads holds what a DDP forward returned (a binding that reaches it, or a
+    parameter whose callers hand such a value)."""
+    if fn.node is None or isinstance(fn.node, ast.Module):
+        return False
+    for name in (n for n in walk(expr) if n.__class__ is ast.Name and n.ctx.__class__ is ast.Load):
+        held = reaching.reaching_values(fn.node, name.id, name, unpacked=True)
+        if held is None:
+            # (bound in the loop around the call, or by unpacking the forward's tuple: `a, h =
+            # self.model_ddp(x)`, which the bindings keep out)
+            held = [value for _, value in fn.bindings.get(name.id, ())] + [
+                node.value for node in fn.own_of(ast.Assign) for target in node.targets
+                if target.__class__ in (ast.Tuple, ast.List)
+                and any(t.__class__ is ast.Name and t.id == name.id for t in target.elts)]
+        if held:
+            for value in held:
+                sides = (value.body, value.orelse) if value.__class__ is ast.IfExp else (value,)
+                if any(side.__class__ is ast.Call and ddp_model(program, side, fn) is not None for side in sides):
+                    return True
+                if depth > 0 and _from_ddp_forward(program, value, fn, depth - 1):
+                    return True  # (`h = out[:, :n].clone()`, a piece of the wrapper's output)
+        elif depth > 0 and (name.id in fn.params or name.id in fn.kwonly):
+            if any(_from_ddp_forward(program, given, caller, depth - 1) for given, caller in fn.arguments.get(name.id, ())):
+                return True
+    return False
 
 
 def _wrapper_ran_first(program: Program, loss: ast.AST, fn: Function) -> bool:

@@ -493,3 +493,187 @@ def test_a_dataloader_subclass_built_with_its_sampler_is_sharded(tmp_path):
     # twin: the factory hands True, the sampler's side
     body = SUBCLASS.replace("distributed=False)", "distributed=True)")
     assert _codes(lint_tree(tmp_path, {"train.py": body}), "DDP802") == []
+
+
+# ----------------------------------------- a loss method of the module inside, fed the wrapper's outputs
+# The step runs the wrapper's forward (`codes = self.model_ddp(x)`) and hands its outputs to a
+# loss method of the module inside (`self.model.objective(codes)`), through a helper's
+# parameters: the forward prepared the reducer, and the backward runs through it.
+FED = """import torch
+import torch.distributed as dist
+from torch import nn
+
+
+class Hasher(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encode = nn.Linear(4, 8)
+
+    def forward(self, x):
+        h = self.encode(x)
+        return h, torch.tanh(h)
+
+    def objective(self, feats, codes):
+        return (codes.abs() - 1).pow(2).mean() + feats.pow(2).mean()
+
+
+class Runner:
+    def __init__(self):
+        dist.init_process_group("gloo")
+        self.model = Hasher()
+        self.model_ddp = nn.parallel.DistributedDataParallel(self.model)
+        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.1)
+
+    def compute_loss(self, feats=None, codes=None):
+        return self.model.objective(feats=feats, codes=codes)
+
+    def train_epoch(self):
+        for step in range(10):
+            x = torch.randn(8, 4)
+            feats, codes = self.model_ddp(x) if self.model_ddp is not None else self.model(x)
+            loss = self.compute_loss(feats=feats, codes=codes)
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+
+
+if __name__ == "__main__":
+    Runner().train_epoch()
+"""
+
+
+def test_a_loss_method_of_the_module_fed_the_wrappers_outputs_runs_through_it(tmp_path):
+    assert _codes(lint_tree(tmp_path, {"train.py": FED}), "DDP810") == []
+
+
+def test_a_loss_method_fed_the_module_insides_own_forward_goes_round_it(tmp_path):
+    # twin: the forward is the module inside's too
+    body = FED.replace("self.model_ddp(x) if self.model_ddp is not None else self.model(x)", "self.model(x)")
+    found = _codes(lint_tree(tmp_path, {"train.py": body}), "DDP810")
+    assert [(f.location.line, f.severity) for f in found] == [(_line(body, "loss.backward()"), "error")]
+
+
+# ------------------------------------------------------- a method called `backward` that is no backward
+# An evaluation set built in a constructor iterates a plain loader and maps each sample back to its
+# scale with `self.normalizer.backward(x)`, a method of the project's own that back-propagates
+# nothing: the loader trains nothing.
+NAMED_BACKWARD = """import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+
+class Normalizer:
+    def __init__(self):
+        self.scale = 2.0
+
+    def backward(self, x):
+        return x * self.scale
+
+
+class Generated(torch.utils.data.Dataset):
+    def __init__(self, model, dataset):
+        self.normalizer = Normalizer()
+        loader = DataLoader(dataset, batch_size=1, shuffle=True)
+        self.items = []
+        for (x,) in loader:
+            self.items.append(self.normalizer.backward(model(x)))
+
+    def __len__(self):
+        return len(self.items)
+
+    def __getitem__(self, i):
+        return self.items[i]
+
+
+def main():
+    dist.init_process_group("gloo")
+    data = TensorDataset(torch.randn(64, 4))
+    model = DistributedDataParallel(torch.nn.Linear(4, 4))
+    sampler = DistributedSampler(data)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(3):
+        sampler.set_epoch(epoch)
+        for (x,) in DataLoader(data, batch_size=8, sampler=sampler):
+            optimizer.zero_grad()
+            model(x).sum().backward()
+            optimizer.step()
+        Generated(model.module, data)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_project_method_named_backward_that_back_propagates_nothing_trains_no_loader(tmp_path):
+    assert _codes(lint_tree(tmp_path, {"train.py": NAMED_BACKWARD}), "DDP802") == []
+
+
+def test_a_project_backward_that_back_propagates_trains_its_loader(tmp_path):
+    # twin: the project's own `backward` does run the autograd backward
+    body = NAMED_BACKWARD.replace("        return x * self.scale", "        x.sum().backward()\n        return x")
+    found = _codes(lint_tree(tmp_path, {"train.py": body}), "DDP802")
+    assert [f.location.line for f in found] == [_line(body, "loader = DataLoader(dataset, batch_size=1")]
+
+
+# ------------------------------------------ a step helper whose backward runs on `mode == "train"`
+# The loop calls `step(batch, model, mode="train", ...)`; the helper back-propagates only under
+# `if mode == "train":`. The call's constant takes that side: the loop trains, and its loader,
+# whose sampler a helper returns (`make_sampler(ds)` -> a RandomSampler), is unsharded.
+MODED = """import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+from torch.utils.data import DataLoader, RandomSampler, TensorDataset
+
+
+def make_sampler(dataset):
+    sampler = RandomSampler(dataset)
+    return sampler
+
+
+def step(batch, model, mode="train", optimizer=None):
+    loss = model(batch).pow(2).mean()
+    if mode == "train":
+        loss.backward()
+        optimizer.step()
+    return loss
+
+
+def main():
+    dist.init_process_group("gloo")
+    data = TensorDataset(torch.randn(64, 4))
+    model = DistributedDataParallel(torch.nn.Linear(4, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    loader = DataLoader(data, batch_size=8, sampler=make_sampler(data))
+    held_out = DataLoader(TensorDataset(torch.randn(16, 4)), batch_size=8)
+    for epoch in range(3):
+        for (x,) in loader:
+            step(x, model, mode="train", optimizer=optimizer)
+        with torch.no_grad():
+            for (x,) in held_out:
+                step(x, model, mode="val")
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_loop_whose_helper_back_propagates_on_the_mode_it_is_handed_trains_its_loader(tmp_path):
+    found = _codes(lint_tree(tmp_path, {"train.py": MODED}), "DDP802")
+    assert [(f.location.line, "RandomSampler" in f.message) for f in found] == [
+        (_line(MODED, "loader = DataLoader(data"), True)]
+
+
+def test_a_loop_handing_the_evaluation_mode_trains_nothing(tmp_path):
+    # twin: the same helper handed mode="val" never back-propagates
+    body = MODED.replace('step(x, model, mode="train", optimizer=optimizer)', 'step(x, model, mode="val")')
+    assert _codes(lint_tree(tmp_path, {"train.py": body}), "DDP802") == []
+
+
+def test_a_helper_returning_a_distributed_sampler_shards_the_loader(tmp_path):
+    # twin of the sampler's helper: it returns a DistributedSampler
+    body = MODED.replace("sampler = RandomSampler(dataset)", "sampler = DistributedSampler(dataset)").replace(
+        "RandomSampler, TensorDataset", "DistributedSampler, TensorDataset")
+    assert _codes(lint_tree(tmp_path, {"train.py": body}), "DDP802") == []
