@@ -34,7 +34,13 @@ def forward_round_the_wrapper(facts: LintFacts) -> list[Problem] | Skipped:
         seen to be DDP where the forward runs (a DataParallel's `.module` is not reported;
         torch's `wrap(model)` inside `with enable_wrap(wrapper_cls=DistributedDataParallel):`
         builds one, and a wrapper handed to a helper in a list its parameter unpacks, `model,
-        aux = nets` of `train_and_evaluate(rank, epoch, [model, aux], ...)`, is still one);
+        aux = nets` of `train_and_evaluate(rank, epoch, [model, aux], ...)`, is still one; a
+        set-up helper that wraps its parameter, `model = DistributedDataParallel(model)`, and
+        then drops the wrapper - never read, returned or stored again - leaves the object that
+        handed it its field, `self.parser`, training the plain module: its forward goes round
+        the wrapper. A loss method of the module inside fed the wrapper's own outputs in the
+        same step, `codes = self.model_ddp(x)` then `self.model.objective(codes)` (also through
+        a helper's parameters), is no bypass: the forward prepared the reducer);
         Accelerate's `prepare()` builds one in a run of several processes, so a prepared model
         read off its wrapper (`if isinstance(model, DistributedDataParallel): model =
         model.module` right after prepare) and trained through that name is reported too. An

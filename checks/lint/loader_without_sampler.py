@@ -30,7 +30,13 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
         subclass (`super().__init__(ds, shuffle=True)` in its constructor) is each instance the
         program builds, and trains where one does; its constructor's `if distributed:` handed
         False on every way in (a literal, a module's constant global) is no choice left open.
-        A loader whose batches a generator passes on (`while True: yield
+        A loader kept in a table by key that a builder returns (`table["train"] =
+        DataLoader(...)`, `return table`) trains where a caller takes that key for its training
+        loop; a sampler a local helper returns (`make_sampler(ds)` -> `WeightedRandomSampler(w,
+        n)`) is that sampler; a loop whose step helper back-propagates under `if mode ==
+        "train":` trains where it hands `mode="train"`, and a method of the project's own
+        named `backward` that back-propagates nothing (a normalizer's `backward(x)`) is no
+        backward. A loader whose batches a generator passes on (`while True: yield
         from loader`, then a caller's own `for b in data: yield b`) trains where the generator
         is drawn from. Where every launcher command written beside the script starts one
         process (`mpiexec -n 1`, `torchrun --nproc_per_node=1`; a plain `python train.py` too

@@ -217,6 +217,10 @@ ITEM_DRAWS = frozenset({"torch.randperm", "numpy.random.permutation", "numpy.ran
                         "sklearn.model_selection.train_test_split", "sklearn.utils.shuffle"})
 
 
+# `loaders['train']`, a loader kept in a table by key (_keyed_name's form)
+_KEYED_NAME = re.compile(r"""(\w+)\[['"](\w+)['"]\]""")
+
+
 def _keeps_by_draw(call: ast.Call, fn: Function, full: str) -> bool:
     """A scalar draw that decides which items a loop keeps: `x = randint(0, 5000)` then `if x >
     keep * 5000: continue` (or the item appended under a test of it), in a loop over the items -
@@ -1601,6 +1605,20 @@ class LoaderFacts:
                     return True
                 if at is not None and is_property(method.node) and self._bound_by_readers(method, names, among is None and not split):
                     return True
+        keyed = _KEYED_NAME.fullmatch(name)
+        if keyed and _returned_alone(fn, keyed.group(1)):
+            # `loaders["train"] = DataLoader(...)` in a builder returning the table: where a
+            # caller binds the table and takes that key (`train_loader = loaders["train"]`)
+            for caller, event in self.callers().get(fn, []):
+                held = self.bound_name(caller, event.node) if event.kind == "call" and \
+                    event.node.__class__ is ast.Call else ""
+                for node in caller.own_of(ast.Assign) if held else ():
+                    value, target = node.value, node.targets[0]
+                    if len(node.targets) == 1 and target.__class__ is ast.Name and value.__class__ is ast.Subscript \
+                            and value.value.__class__ is ast.Name and value.value.id == held \
+                            and value.slice.__class__ is ast.Constant and value.slice.value == keyed.group(2) \
+                            and self._trains(caller, target.id, split, None, among):
+                        return True
         return False
 
     def _trainer_hook_loader(self, fn: Function, call: ast.Call, name: str) -> str:

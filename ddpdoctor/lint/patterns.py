@@ -1140,7 +1140,8 @@ def _wrapper_of(program: Program, call: ast.Call, fn: Function):
     `.module` (`model.module.encode(x)`), what an unwrapped name came from (`raw = model.module`,
     `getattr(m, "module", m)`, `accelerator.unwrap_model(m)`), or the wrapper fn built around the
     name (`model = DDP(policy)`, then `policy.loss(b)`)."""
-    field = _field_wrapped_elsewhere(program, call, fn) or _field_left_unwrapped(program, call, fn)
+    field = _field_wrapped_elsewhere(program, call, fn) or _field_left_unwrapped(program, call, fn) or \
+        _dropped_wrapper(program, call, fn)
     if field is not None:
         return field
     node = call.func
@@ -1171,6 +1172,47 @@ def _wrapper_of(program: Program, call: ast.Call, fn: Function):
                 _handed_into_wrapper(program, receiver, fn):
             return value, fn
     return None
+
+
+def _dropped_wrapper(program: Program, call: ast.Call, fn: Function):
+    """`self.parser(x)` where the object's field was handed to a helper that wraps its parameter
+    (`model = DistributedDataParallel(model, ...)`) and then drops the wrapper - no later read
+    of that name, no return of it, nothing stored: the object trains the plain module, and no
+    gradient is ever all-reduced. The DDP(...) call and its function, or None."""
+    func = call.func
+    if not (_self_field(func) and fn.cls is not None):
+        return None
+    klass = program._class_of_fn(fn)
+    found = program.__dict__.setdefault("_dropped_wrappers", None)
+    if found is None:
+        found = program.__dict__["_dropped_wrappers"] = _dropped_wrappers(program)
+    for helper, param, made in found:
+        for given, caller in helper.arguments.get(param, ()):
+            if _self_field(given) and given.attr == func.attr and caller.cls is not None and \
+                    program._class_of_fn(caller) is klass:
+                return made, helper
+    return None
+
+
+def _dropped_wrappers(program: Program) -> list:
+    """(function, parameter, the DDP(...) call) for each `p = DDP(p, ...)` of a parameter whose
+    wrapper the function never reads again: not returned, stored, handed on or called."""
+    out = []
+    for fn in program.reachable:
+        if fn.node is None or isinstance(fn.node, ast.Module):
+            continue
+        for node in fn.own_of(ast.Assign):
+            value = node.value
+            if not (len(node.targets) == 1 and node.targets[0].__class__ is ast.Name and value.__class__ is ast.Call
+                    and value.args and value.args[0].__class__ is ast.Name and value.args[0].id == node.targets[0].id
+                    and node.targets[0].id in fn.params and program.ddp_call(value, fn)):
+                continue
+            name = node.targets[0].id
+            after = [n for n in walk(fn.node) if n.__class__ is ast.Name and n.id == name
+                     and n.ctx.__class__ is ast.Load and (n.lineno, n.col_offset) > (node.end_lineno, node.end_col_offset)]
+            if not after:
+                out.append((fn, name, value))
+    return out
 
 
 def _iterated_elements(program: Program, name: ast.Name, fn: Function) -> list:
@@ -1208,6 +1250,8 @@ def _round_the_wrapper(program: Program, call: ast.Call, fn: Function) -> bool:
     where the model is not the wrapper (DistributedDataParallel hands no method on to its module:
     there the model is the plain one)."""
     func = call.func
+    if _dropped_wrapper(program, call, fn) is not None:
+        return True
     if isinstance(func, ast.Name):
         # `raw = ddp.module; out = raw(x)`, or a helper handed `model = sam.module` (SAM
         # adapter's trainer): the module's own forward; or the module a wrapper built in fn was

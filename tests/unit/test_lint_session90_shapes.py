@@ -677,3 +677,103 @@ def test_a_helper_returning_a_distributed_sampler_shards_the_loader(tmp_path):
     body = MODED.replace("sampler = RandomSampler(dataset)", "sampler = DistributedSampler(dataset)").replace(
         "RandomSampler, TensorDataset", "DistributedSampler, TensorDataset")
     assert _codes(lint_tree(tmp_path, {"train.py": body}), "DDP802") == []
+
+
+# --------------------------------------------------------------------- a wrapper made and dropped
+# The trainer hands its model to a set-up helper that wraps the parameter in DDP and returns only
+# the optimizer: the wrapper is dropped, and the trainer's own field - the plain module - trains.
+DROPPED = """import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+
+def build_optimizer(model, distributed=True):
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    if distributed:
+        model = DistributedDataParallel(model)
+    return optimizer
+
+
+class Trainer:
+    def __init__(self):
+        dist.init_process_group("gloo")
+        self.parser = torch.nn.Linear(4, 1)
+        self.optimizer = build_optimizer(self.parser, distributed=True)
+
+    def train(self):
+        for step in range(10):
+            loss = self.parser(torch.randn(8, 4)).pow(2).mean()
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+
+
+if __name__ == "__main__":
+    Trainer().train()
+"""
+
+
+def test_a_wrapper_a_helper_makes_and_drops_leaves_the_plain_module_training(tmp_path):
+    found = _codes(lint_tree(tmp_path, {"train.py": DROPPED}), "DDP810")
+    assert [(f.location.line, f.severity) for f in found] == [(_line(DROPPED, "loss.backward()"), "error")]
+
+
+def test_a_wrapper_the_helper_returns_and_the_trainer_keeps_is_trained_through(tmp_path):
+    # twin: the helper hands the wrapper back and the trainer keeps it in its field
+    body = DROPPED.replace("    return optimizer\n", "    return model, optimizer\n").replace(
+        "self.optimizer = build_optimizer(self.parser, distributed=True)",
+        "self.parser, self.optimizer = build_optimizer(self.parser, distributed=True)")
+    assert _codes(lint_tree(tmp_path, {"train.py": body}), "DDP810") == []
+
+
+# ---------------------------------------------------------------- a table of loaders, taken by key
+# The builder keeps its loaders in a dict by split and returns the dict; the script binds it and
+# takes `loaders["train"]` for the training loop.
+TABLED = {"train.py": """import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+from loaders import get_loaders
+
+
+def fit(loader, model, optimizer):
+    for (x,) in loader:
+        optimizer.zero_grad()
+        model(x).sum().backward()
+        optimizer.step()
+
+
+def main():
+    dist.init_process_group("gloo")
+    model = DistributedDataParallel(torch.nn.Linear(4, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    loaders = get_loaders(8)
+    train_loader = loaders["train"]
+    for epoch in range(3):
+        fit(train_loader, model, optimizer)
+
+
+if __name__ == "__main__":
+    main()
+""", "loaders.py": """import torch
+from torch.utils import data
+
+
+def get_loaders(batch_size):
+    table = {}
+    table["train"] = data.DataLoader(data.TensorDataset(torch.randn(64, 4)), batch_size=batch_size, shuffle=True)
+    table["valid"] = data.DataLoader(data.TensorDataset(torch.randn(16, 4)), batch_size=1, shuffle=False)
+    return table
+"""}
+
+
+def test_a_loader_kept_by_key_in_a_returned_table_trains_where_the_caller_takes_its_key(tmp_path):
+    found = _codes(lint_tree(tmp_path, dict(TABLED)), "DDP802")
+    assert [f.location.line for f in found] == [_line(TABLED["loaders.py"], 'table["train"] =')]
+
+
+def test_the_key_the_caller_takes_decides_which_loader_trains(tmp_path):
+    # twin: the script trains on the "valid" entry; the "train" one is never iterated
+    files = dict(TABLED, **{"train.py": TABLED["train.py"].replace('loaders["train"]', 'loaders["valid"]')})
+    found = _codes(lint_tree(tmp_path, files), "DDP802")
+    assert [f.location.line for f in found] == [_line(TABLED["loaders.py"], 'table["valid"] =')]
