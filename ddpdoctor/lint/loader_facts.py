@@ -1185,15 +1185,15 @@ class LoaderFacts:
         `accelerator.backward(loss)`): a loop that runs one trains, whoever syncs its gradients
         (DDP805 asks which backward DDP syncs: accumulation_facts._backward). Once per call,
         function and depth: each loop's body is asked again for the loops around it."""
-        if isinstance(call.func, ast.Attribute) and call.func.attr == "backward":
-            # (not a method of the project's own that back-propagates nothing: a normalizer's
-            # `self.normalizer.backward(motions)`, mapping features back to their scale)
-            targets = self.program.resolve(call.func, fn)[0]
-            return not targets or any(t.node is None or isinstance(t.node, ast.Module) or any(
-                c.func.__class__ is ast.Attribute and c.func.attr == "backward" for c in t.own_calls) for t in targets)
         memo = self.__dict__.setdefault("_backward_memo", {})
         key = (id(call), id(fn), depth)
         found = memo.get(key)
+        if found is None and isinstance(call.func, ast.Attribute) and call.func.attr == "backward":
+            # (not a method of the project's own that back-propagates nothing: a normalizer's
+            # `self.normalizer.backward(motions)`, mapping features back to their scale)
+            targets = self.program.resolve(call.func, fn)[0]
+            found = memo[key] = not targets or any(t.node is None or isinstance(t.node, ast.Module) or any(
+                c.func.__class__ is ast.Attribute and c.func.attr == "backward" for c in t.own_calls) for t in targets)
         if found is None:
             # (`loss_scaler(loss, optimizer, ...)`: timm's NativeScaler back-propagates in its __call__)
             found = memo[key] = library_scaler_backward(self.program, call, fn) or \
@@ -3361,29 +3361,20 @@ class LoaderFacts:
         for call in fn.own_calls:
             func = call.func
             if func.__class__ is ast.Attribute and func.value.__class__ is ast.Name and func.value.id == name:
-                targets = self.program.resolve(func, fn)[0]
-                method = targets[0] if len(targets) == 1 and targets[0].cls is not None else None
-                draw = self._method_draw(method, 2) if method is not None and method.node is not None else ""
+                draw = self._method_draw(call, fn)
                 if draw:
                     return draw
         return ""
 
-    def _method_draw(self, method: Function, depth: int) -> str:
-        """An unseeded draw in a dataset's method, or in the methods of its own it calls on
-        `self`, depth levels down; "" if none."""
-        draw = next((found for inner in method.own_calls if (found := self._unseeded_draw(inner, method))), "")
-        if draw or depth <= 1:
-            return draw
-        klass = self.program._class_of_fn(method)
-        for inner in method.own_calls:
-            func = inner.func
-            if klass is not None and func.__class__ is ast.Attribute and func.value.__class__ is ast.Name and \
-                    func.value.id == "self" and (other := self.program.method(klass, func.attr)) is not None \
-                    and other is not method and other.node is not None:
-                draw = self._method_draw(other, depth - 1)
-                if draw:
-                    return draw
-        return ""
+    def _method_draw(self, call: ast.Call, fn: Function) -> str:
+        """An unseeded draw in the dataset's method the call runs (`creator.make_data()`), or in
+        a method of its own that one calls on `self`; "" if none."""
+        draw = self._helper_draw(call, fn)
+        targets = self.program.resolve(call.func, fn)[0] if not draw else ()
+        method = targets[0] if len(targets) == 1 and targets[0].cls is not None and targets[0].node is not None else None
+        return draw or next((found for inner in method.own_calls if inner.func.__class__ is ast.Attribute
+                             and inner.func.value.__class__ is ast.Name and inner.func.value.id == "self"
+                             and (found := self._helper_draw(inner, method))), "") if method is not None else draw
 
     def _ruled_out_by(self, init: Function, inner: ast.Call, built: ast.Call, scope: Function) -> bool:
         """The constructor's draw sits under a test this construction makes false: `if max_samples

@@ -1190,6 +1190,8 @@ def _dropped_wrapper(program: Program, call: ast.Call, fn: Function):
         for given, caller in helper.arguments.get(param, ()):
             if _self_field(given) and given.attr == func.attr and caller.cls is not None and \
                     program._class_of_fn(caller) is klass:
+                # (a field wrapped in place as well, `self.parser = DDP(self.parser)`, is a call
+                # of the wrapper: loss_round_the_wrapper has ruled it out before this is asked)
                 return made, helper
     return None
 

@@ -3467,9 +3467,7 @@ class Program:
             # uses torchrun, which hands none: local_rank_unset's case, the default on every rank.)
             given = declared_options(self.files).get("local_rank")
             if given is not None and found.get(given[0]) is not None and given[0] not in self.hand_set() and \
-                    given[0] not in self.__dict__.get("_launched_values", {}) and not (
-                        script is not None and script.path is not None
-                        and elastic_launch_only(script.path, script.hydra_configs)):
+                    given[0] not in self.__dict__.get("_launched_values", {}) and not self._elastic_only():
                 found[given[0]] = None
             self.__dict__["_launch_candidates"] = contested
             self.__dict__["_option_defaults_seen"] = found
@@ -3568,13 +3566,21 @@ class Program:
             script = self.sources[0] if self.sources else None
             declared = {dest for dest, _ in declared_options(self.files).values() if LOCAL_OPTION.match(dest)}
             if declared and script is not None and script.path is not None and \
-                    not any("LOCAL_RANK" in "\n".join(f.lines) for f in self.files) and \
-                    elastic_launch_only(script.path, script.hydra_configs):
+                    not any("LOCAL_RANK" in "\n".join(f.lines) for f in self.files) and self._elastic_only():
                 self.option_defaults()
                 defaults = self.__dict__.get("_declared_defaults", {})  # (as declared: the run keeps them)
                 found = frozenset(d for d in declared if isinstance(defaults.get(d), int))
             held = self.__dict__["_local_rank_unset"] = (len(self.files), found)
         return held[1]
+
+    def _elastic_only(self) -> bool:
+        """config_files.elastic_launch_only for the script, its launch files read once (asked by
+        option_defaults and local_rank_unset)."""
+        if "_elastic_only_seen" not in self.__dict__:
+            script = self.sources[0] if self.sources else None
+            self.__dict__["_elastic_only_seen"] = script is not None and script.path is not None and \
+                elastic_launch_only(script.path, script.hydra_configs)
+        return self.__dict__["_elastic_only_seen"]
 
     def rank_option_unset(self) -> frozenset:
         """The `--rank` options (their dests) that keep their default on every rank: declared with

@@ -905,8 +905,16 @@ class RankFlow:
                 any((alias.asname or alias.name.partition(".")[0]) == root.id
                     for imp in fn.file.imports for alias in imp.names):
             return []  # (`dist.is_initialized()`: a module's function, not an object's method)
-        found = [k.methods[func.attr] for k in self.program.classes if func.attr in k.methods]
-        return found if len(found) == 1 and found[0].node is not None else []
+        known = self.__dict__.get("_definers")
+        if known is None or known[0] != len(self.program.classes):
+            # (method name -> the methods of that name; asked of every unresolved call in a test)
+            index: dict = {}
+            for klass in self.program.classes:
+                for name, method in klass.methods.items():
+                    index.setdefault(name, []).append(method)
+            known = self.__dict__["_definers"] = (len(self.program.classes), index)
+        found = known[1].get(func.attr, ())
+        return list(found) if len(found) == 1 and found[0].node is not None else []
 
     def _one_rank_kind(self, test: ast.Call, fn: Function, depth: int) -> Optional[RankTest]:
         """`isinstance(pbar, tqdm)` where `pbar = tqdm(...)` under a rank test and something else

@@ -777,3 +777,11 @@ def test_the_key_the_caller_takes_decides_which_loader_trains(tmp_path):
     files = dict(TABLED, **{"train.py": TABLED["train.py"].replace('loaders["train"]', 'loaders["valid"]')})
     found = _codes(lint_tree(tmp_path, files), "DDP802")
     assert [f.location.line for f in found] == [_line(TABLED["loaders.py"], 'table["valid"] =')]
+
+
+def test_a_field_wrapped_in_place_beside_a_helper_that_drops_its_own_wrapper_is_the_ddp_forward(tmp_path):
+    # twin: the trainer wraps its field itself after the helper: its forward is the wrapper's
+    body = DROPPED.replace("self.optimizer = build_optimizer(self.parser, distributed=True)",
+                           "self.optimizer = build_optimizer(self.parser, distributed=True)\n"
+                           "        self.parser = DistributedDataParallel(self.parser)")
+    assert _codes(lint_tree(tmp_path, {"train.py": body}), "DDP810") == []
