@@ -42,7 +42,8 @@ def gather(builder: Builder, ddp: bool) -> list[rank_state.RankLocalDecision]:
         if not batches:
             continue
         items = {id(s.node): s for s in rank_state._statements(builder.program, fn, fn.node.body, (), (), False)}
-        shared = rank_state._shared(builder, fn)
+        # (a batch handed to the DDP forward stays the rank's own: the forward shares no input)
+        shared = rank_state.shared_names(builder.program, fn, forwards=False)
         for loop, names in batches:
             for stmt in _tests(loop.body):
                 item = items.get(id(stmt))

@@ -823,14 +823,90 @@ def _draws(program, klass) -> bool:
     return found
 
 
-def _class_draws(program, klass) -> bool:
+def _draws_as_built(program, klass, built: ast.Call) -> bool:
+    """_draws, for the one construction the loader is handed: a draw under a test on a field the
+    constructor keeps from its parameter (`self.split = split`, then `if self.split == "demo":
+    start = np.random.randint(...)`) runs in no worker of a dataset built with another constant
+    (`Clips(root, "train")`); other constructions of the class may still take it."""
+    if not _draws(program, klass):
+        return False
+    bound = _kept_constants(klass, built)
+    return _class_draws(program, klass, bound) if bound else True
+
+
+def _kept_constants(klass, built: ast.Call) -> dict:
+    """{field: constant} for `self.<field> = <param>` at the top of the class's own constructor,
+    where this construction hands the parameter a constant (or leaves it at a constant default)."""
+    init = klass.methods.get("__init__")
+    if init is None or init.node is None or init.node.__class__ is ast.Module or \
+            any(a.__class__ is ast.Starred for a in built.args) or any(k.arg is None for k in built.keywords):
+        return {}
+    params = [a.arg for a in init.node.args.args][1:]
+    given = dict(zip(params, built.args))
+    given.update((k.arg, k.value) for k in built.keywords)
+    defaults = param_defaults(init.node)
+    held = {}
+    for param in params:
+        value = given.get(param, defaults.get(param) if param not in given else None)
+        if value.__class__ is ast.Constant:
+            held[param] = value.value
+    found = {}
+    for stmt in init.node.body:
+        if stmt.__class__ is ast.Assign and len(stmt.targets) == 1 and stmt.value.__class__ is ast.Name \
+                and stmt.value.id in held and stmt.targets[0].__class__ is ast.Attribute \
+                and stmt.targets[0].value.__class__ is ast.Name and stmt.targets[0].value.id == "self":
+            found[stmt.targets[0].attr] = held[stmt.value.id]
+    # (a field set again elsewhere in the class holds more than this construction's constant)
+    return {f: v for f, v in found.items() if not any(
+        t.__class__ is ast.Attribute and t.attr == f and t.value.__class__ is ast.Name and t.value.id == "self"
+        for m in klass.methods.values() if m is not init and m.node is not None and m.node.__class__ is not ast.Module
+        for a in m.own_of(ast.Assign) for t in a.targets)}
+
+
+def _bound_truth(test: ast.AST, bound: dict) -> Optional[bool]:
+    """What `self.<field> == C` (!=, in, not in, or the field itself) comes to with the field
+    at the construction's constant; None where the test reads anything else."""
+    if test.__class__ is ast.Attribute and test.value.__class__ is ast.Name and test.value.id == "self" \
+            and test.attr in bound:
+        return bool(bound[test.attr])
+    if test.__class__ is ast.UnaryOp and test.op.__class__ is ast.Not:
+        truth = _bound_truth(test.operand, bound)
+        return None if truth is None else not truth
+    if not (test.__class__ is ast.Compare and len(test.ops) == 1):
+        return None
+    left, op, right = test.left, test.ops[0], test.comparators[0]
+    if not (left.__class__ is ast.Attribute and left.value.__class__ is ast.Name and left.value.id == "self"
+            and left.attr in bound):
+        return None
+    value = bound[left.attr]
+    if op.__class__ in (ast.Eq, ast.NotEq) and right.__class__ is ast.Constant:
+        return (value == right.value) == (op.__class__ is ast.Eq)
+    if op.__class__ in (ast.In, ast.NotIn) and right.__class__ in (ast.Tuple, ast.List, ast.Set) \
+            and all(e.__class__ is ast.Constant for e in right.elts):
+        return (value in [e.value for e in right.elts]) == (op.__class__ is ast.In)
+    return None
+
+
+def _bound_dead(method, bound: dict) -> set[int]:
+    """The lines of the method a test settled by the construction's constants leaves out."""
+    skip: set[int] = set()
+    for stmt in method.own_of(ast.If):
+        truth = _bound_truth(stmt.test, bound)
+        side = stmt.orelse if truth is True else stmt.body if truth is False else None
+        if side:
+            skip |= set(range(side[0].lineno, (side[-1].end_lineno or side[-1].lineno) + 1))
+    return skip
+
+
+def _class_draws(program, klass, bound: Optional[dict] = None) -> bool:
     """A dataset class draws in the worker: a method other than __init__ draws (`random.random()`,
     `np.random.randint`, an augmentation called), or __init__ builds a random transform
     (`RandomResizedCrop`, `ColorJitter`). A draw in __init__ itself (`random.shuffle(self.files)`),
     in a method only __init__ calls (`self.idx = self._split(n)`: a seeded permutation choosing
     the split) or in a base's construction hook (PyG's process()) runs once in the launching
     process: every rank's workers get the list as it is. A method nothing in the program names
-    (GPT-SoVITS's `random_slice()`) draws nothing."""
+    (GPT-SoVITS's `random_slice()`) draws nothing. bound: fields at one construction's
+    constants (_draws_as_built)."""
     built = _construction_methods(klass)
     workers = _worker_methods(klass, program)
     reading = workers or set(klass.methods) - built
@@ -842,7 +918,7 @@ def _class_draws(program, klass) -> bool:
     # (methods the workers reach only through lines no way in runs: none of their draws run)
     unreached = _worker_methods(klass) - reading
     return any(_built_draw_read(klass, method, reading, program) if name in built else
-               (RANDOM_WORDS.search(_without_methods(_without_own(_live_source(program, method), own,
+               (RANDOM_WORDS.search(_without_methods(_without_own(_live_source(program, method, bound), own,
                                                                   handed.get(name, ())), klass))
                 or _helpers_draw(program, method)
                 or _inherited_draw(program, klass, method))
@@ -961,11 +1037,12 @@ def _inherited_draw(program, klass, method, depth: int = 3) -> bool:
     return False
 
 
-def _live_source(program, method) -> str:
+def _live_source(program, method, bound: Optional[dict] = None) -> str:
     """The method's text without the bodies of tests no way in can pass: `if frame_order == 2:`
     (a shuffle of the frames) where frame_order is a constructor's option every construction
     leaves at its default 0 - that draw never runs in a worker."""
-    return _source(method, _dead_lines(program, method))
+    dead = _dead_lines(program, method)
+    return _source(method, dead | _bound_dead(method, bound) if bound else dead)
 
 
 def _picks_a_stand_in(side: list) -> bool:
@@ -1691,6 +1768,14 @@ def _random_in_values(program, node: ast.AST, fn: Function, depth: int, shown: l
                    for held, held_at in program.values_of(branch.value, where, 1) if isinstance(held, ast.Dict)
                    for item in held.values if isinstance(item, ast.Lambda)):
                 return True
+        if target is None and value.func.__class__ is ast.Call:
+            # `get_dataset(cfg.NAME)(root, "train")`, the helper handing back a class of its
+            # table (`return table.get(name)`): each class it may hand back, as this call builds it
+            classes = _classes_handed_back(program, value.func, scope)
+            shown.extend(classes)
+            if any(_draws_as_built(program, k, value) or any(_draws(program, b) for b in program.bases(k))
+                   for k in classes):
+                return True
         if target is None and isinstance(value.func, ast.Subscript):
             # `datasets[name.lower()](**kwargs)` over a registry table: each class it holds
             # (`config["dataset"](...)` names its key: the entry under it, not a nested block's
@@ -1701,7 +1786,7 @@ def _random_in_values(program, node: ast.AST, fn: Function, depth: int, shown: l
                 return True
         if program.is_class(target):
             shown.append(target)
-            if any(_draws(program, k) for k in [target, *program.bases(target)]):
+            if _draws_as_built(program, target, value) or any(_draws(program, k) for k in program.bases(target)):
                 return True
         elif program.is_function(target) and not isinstance(target.node, ast.Module):
             if _parses_options(target):
@@ -1734,6 +1819,28 @@ def _random_in_values(program, node: ast.AST, fn: Function, depth: int, shown: l
                for arg in given if isinstance(arg, (ast.Name, ast.Attribute, ast.Call, ast.Subscript))):
             return True
     return False
+
+
+def _classes_handed_back(program, call: ast.Call, scope: Function) -> list:
+    """The local classes a local helper hands back as classes, not instances: `return cls`, or
+    an entry of its table (`return table.get(name)`, `return table[name]`)."""
+    helper = program.callee(call.func, scope)
+    if not program.is_function(helper) or helper.node.__class__ is ast.Module:
+        return []
+    found: list = []
+    for ret in helper.returned:
+        for held, where in program.values_of(ret, helper, 2):
+            if held.__class__ in (ast.Name, ast.Attribute):
+                klass = program.callee(held, where)
+                if program.is_class(klass):
+                    found.append(klass)
+                continue
+            table = held.value if held.__class__ is ast.Subscript else \
+                held.func.value if held.__class__ is ast.Call and held.func.__class__ is ast.Attribute \
+                and held.func.attr == "get" else None
+            if table is not None:
+                found += [k for k in program._table_entries(table, where, read=True) if program.is_class(k)]
+    return [k for i, k in enumerate(found) if all(k is not j for j in found[:i])]
 
 
 def _picked_entries(program, subscript: ast.Subscript, scope: Function) -> list:
