@@ -121,6 +121,18 @@ def test_a_warning_where_an_optional_label_says_error_is_accepted_an_error_where
     assert totals["wrong_severity"] == 1 and totals["false_errors"] == 1
 
 
+def test_a_stand_in_at_the_same_place_with_another_severity_accepts_that_severity(bench, tmp_path, capsys):
+    # "a warning, or an error at the same line": the DDP802 error is the label's own alternative
+    root = corpus(tmp_path, [
+        {"code": "DDP804", "file": "train.py", "line": 7, "severity": "warning", "why": "no set_epoch"},
+        {"code": "DDP806", "file": "train.py", "line": 11, "severity": "warning", "why": "ok"},
+        {"code": "DDP802", "file": "train.py", "line": 12, "severity": "warning", "why": "either",
+         "or": [{"code": "DDP802", "file": "train.py", "line": 12, "severity": "error"}]},
+    ], extra=PLAIN_LOOP)
+    totals = score(bench, root, capsys)
+    assert totals["wrong_severity"] == 0 and totals["false_errors"] == 0 and totals["bugs_found_right_line"] == 3
+
+
 def test_an_entry_whose_training_code_a_config_names_is_not_judged_not_clean(bench, tmp_path, capsys):
     """The lint exits 4 there (`incomplete`): the benchmark must not count it as a clean, right entry."""
     (tmp_path / "entries" / "one").mkdir(parents=True)
