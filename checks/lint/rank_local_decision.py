@@ -97,7 +97,11 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
         skips either strands the others as a skipped DDP backward does.
         An error where the variable is provably set on some ranks only and the test runs on
         every rank; a warning, naming the assumption, otherwise (and always for a tensor
-        value: it differs only when the batches do). A variable handed to a collective in the
+        value: it differs only when the batches do; and where the rank-only assignment of a
+        flag to a constant sits under a further test, unless that test is a counter its own
+        method steps reaching its bound - `self.counter += 1; if self.counter >=
+        self.patience: self.early_stop = True` in a stopper rank 0 alone calls - which any
+        run that stops improving takes: an error). A variable handed to a collective in the
         same function (`dist.broadcast_object_list([stop])`) is shared and not reported.
         The finding points at the test that decides (the `if` or `while`, or the `for` whose
         bound it is); for a `break` taken inside a rank test, at the innermost `if` around

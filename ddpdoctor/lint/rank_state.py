@@ -227,8 +227,12 @@ def _attribute_state(builder: Builder, methods: list, ddp: bool, everyone: list 
                or i.node.__class__ is ast.AugAssign for f, i, r in items if not r):
             local[attr] = ranked[0]
             if all(i.conditional and isinstance(i.node, ast.Assign) and _constant(_attr_value(i.node, attr))
-                   for _, i in ranked):
-                flagged.add(attr)  # (ParaGen's `self._early_stopping = True` past a patience the config sets)
+                   for _, i in ranked) and not all(_set_at_a_count(f, i.node) for f, i in ranked):
+                # (ParaGen's `self._early_stopping = True` past a patience the config sets; not a
+                # flag set where a counter its method steps reaches its bound, `self.counter += 1;
+                # if self.counter >= self.patience: self.early_stop = True`: a run that stops
+                # improving sets it, as _counted_stop reads the same stopper)
+                flagged.add(attr)
     found = []
     said: set = set()
     # the reads on every rank's way first (a test under a plain `if` only where it is reached)
@@ -1897,6 +1901,16 @@ COUNTING_STOPPERS = {
     "early_stopping_pytorch.EarlyStopping": "early_stop",
     "early_stopping_pytorch.early_stopping.EarlyStopping": "early_stop",
 }
+
+
+def _set_at_a_count(method: Function, setter: ast.stmt) -> bool:
+    """The assignment sits in the body of an `if` of the method that tests a field the method
+    steps itself (`self.counter += 1`, then `if self.counter >= self.patience: <setter>`)."""
+    stepped = _stepped_fields(method)
+    return bool(stepped) and any(
+        any(s is setter for s in node.body) and any(
+            t.__class__ is ast.Attribute and t.attr in stepped for t in walk(node.test))
+        for node in method.own_of(ast.If))
 
 
 def _stepped_fields(method: Function) -> set:

@@ -143,3 +143,64 @@ def test_a_none_test_under_the_default_collate_is_never_true(tmp_path):
     # twin: torch's default collate never hands back None
     body = NONE_BATCH.replace("COLLATE", "drop_last=True").replace("model(**batch)", "model(batch[0])")
     assert _codes(lint_tree(tmp_path, {"train.py": body}), "DDP809") == []
+
+
+# ------------------------------------------- a stopper counted to its patience on rank 0 alone
+# `self.counter += 1; if self.counter >= self.patience: self.early_stop = True` in a stopper only
+# rank 0 calls, and `if stopper.early_stop: break` on every rank: any run that stops improving sets
+# the flag, so this is the hang itself (an error), not an assumption about a further test. A flag
+# set past a threshold the code does not count to stays a warning naming that test.
+COUNTED_STOP = """import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+
+class Stopper:
+    def __init__(self, patience):
+        self.patience = patience
+        self.counter = 0
+        self.best = None
+        self.early_stop = False
+
+    def __call__(self, loss):
+        if self.best is None or loss < self.best:
+            self.best = loss
+            self.counter = 0
+        else:
+            COUNT
+            if TEST:
+                self.early_stop = True
+
+
+def main():
+    dist.init_process_group("gloo")
+    model = DistributedDataParallel(torch.nn.Linear(4, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    stopper = Stopper(5)
+    for epoch in range(100):
+        loss = model(torch.randn(8, 4)).pow(2).mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        if dist.get_rank() == 0:
+            stopper(loss.item())
+        if stopper.early_stop:
+            break
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_stopper_counted_to_its_patience_on_rank_zero_is_an_error(tmp_path):
+    body = COUNTED_STOP.replace("COUNT", "self.counter += 1").replace("TEST", "self.counter >= self.patience")
+    found = _codes(lint_tree(tmp_path, {"train.py": body}), "DDP809")
+    assert [(f.location.line, f.severity.value) for f in found] == [(_line(body, "if stopper.early_stop:"), "error")]
+
+
+def test_a_flag_set_past_a_threshold_nothing_counts_stays_a_warning(tmp_path):
+    # twin: the flag waits on the loss itself, which a run may never reach
+    body = COUNTED_STOP.replace("COUNT", "self.counter += 1").replace("TEST", "loss < 1e-6")
+    found = _codes(lint_tree(tmp_path, {"train.py": body}), "DDP809")
+    assert [(f.location.line, f.severity.value) for f in found] == [(_line(body, "if stopper.early_stop:"), "warning")]
