@@ -974,7 +974,13 @@ def _readmes(script: Path):
             except OSError:
                 continue
             blocks = re.findall(r"^```[^\n]*\n(.*?)^```", text, re.MULTILINE | re.DOTALL)
-            yield path, "\n".join(blocks)
+            # (a command written one option a line with no backslashes, `python3 train.py` then
+            # `--accum 1` on the next line: the reader runs it as one command)
+            yield path, _OPTION_LINE.sub(" ", "\n".join(blocks))
+
+
+# a line break before a line that starts with a long option (and not after a backslash)
+_OPTION_LINE = re.compile(r"(?<!\\)[ \t]*\n(?=[ \t]*--[A-Za-z])")
 
 
 def _runs(script: Path) -> re.Pattern:

@@ -842,6 +842,61 @@ class LoaderFacts:
                     return str(loc(caller, site))
         return ""
 
+    def _kept_in_grad_off(self, fn: Function, sampler: str) -> bool:
+        """fn runs with gradients off and keeps the sampler and the loaders made of it in locals
+        of its own: not returned, stored in a field, or handed to a call other than the loader's
+        and a wrapper of its loop (`enumerate(dataloader)`, `len(dataloader)`)."""
+        if "." in sampler or fn.node.__class__ is ast.Module or not _grad_off_function(self.program, fn):
+            return False
+        made = [stmt for stmt in fn.own_of(ast.Assign) if stmt.value.__class__ is ast.Call and any(
+            a.__class__ is ast.Name and a.id == sampler for a in [*stmt.value.args, *(k.value for k in stmt.value.keywords)])]
+        loaders = {t.id for stmt in made for t in stmt.targets if t.__class__ is ast.Name}
+        if not loaders or any(t.__class__ is not ast.Name for stmt in made for t in stmt.targets):
+            return False
+        names = loaders | {sampler}
+        takers = {id(stmt.value) for stmt in made}
+        for node in walk(fn.node):
+            if node.__class__ is ast.Return and node.value is not None and any(
+                    n.__class__ is ast.Name and n.id in names for n in walk(node.value)):
+                return False
+            if node.__class__ is ast.Assign and node.value.__class__ is ast.Name and node.value.id in names:
+                return False  # (`self.loader = dataloader`: kept for later)
+            if node.__class__ is ast.Call and id(node) not in takers \
+                    and last_name(node.func) not in ("enumerate", "len", "iter", "tqdm", "zip") \
+                    and any(a.__class__ is ast.Name and a.id in names for a in [*node.args, *(k.value for k in node.keywords)]):
+                return False
+        return True
+
+    def _handed_names(self, fn: Function, value: ast.AST, depth: int = 2) -> set[str]:
+        """The names a value handed positionally to a local callable is known by there: the
+        callee's parameter at that place, the field its constructor keeps it in (`self.dataset
+        = dataset`), and, depth calls on, the same where the callee hands the parameter on
+        (`Learner(model, dataset)`)."""
+        out: set[str] = set()
+        for outer in fn.own_calls:
+            index = next((i for i, a in enumerate(outer.args) if a is value), None)
+            if index is None or any(a.__class__ is ast.Starred for a in outer.args[:index]):
+                continue
+            for target in self.program.resolve(outer.func, fn)[0]:
+                node = target.node
+                if node is None or node.__class__ is ast.Module:
+                    continue
+                params = [a.arg for a in node.args.posonlyargs + node.args.args]
+                params = params[1:] if target.cls is not None and params[:1] in (["self"], ["cls"]) else params
+                if index >= len(params):
+                    continue
+                param = params[index]
+                out.add(param)
+                out |= {t.attr for stmt in target.own_of(ast.Assign) if stmt.value.__class__ is ast.Name
+                        and stmt.value.id == param for t in stmt.targets
+                        if t.__class__ is ast.Attribute and t.value.__class__ is ast.Name and t.value.id == "self"}
+                if depth > 1:
+                    for inner in target.own_calls:
+                        for arg in inner.args:
+                            if arg.__class__ is ast.Name and arg.id == param:
+                                out |= self._handed_names(target, arg, depth - 1)
+        return out
+
     def _names_outside(self, fn: Function, name: str) -> set[str]:
         """The names a loader bound to `name` in fn is known by where it is read: a builder's own
         local that it returns (`loader = DataLoader(...)`; `return loader`) is whatever its callers
@@ -2573,6 +2628,10 @@ class LoaderFacts:
                 taking = [(c, e) for c, e in self.callers().get(fn, [])
                           if isinstance(e.node, ast.Call) and not ruled_out(fn, call, e.node, program=self.program)]
                 names |= {self.bound_name(c, e.node) for c, e in taking} - {""}
+                # (and handed on as an argument, `_train(rank, model, from_path(...))`: the names
+                # the callee knows it by, its parameter and the field it keeps it in)
+                for c, e in taking:
+                    names |= self._handed_names(c, e.node)
                 # and one builder further out: `train_loader = prepare_dataloader(ds)` handed back
                 # as `return train_loader, dev_loader` to `train_data, dev_data = get_dataloaders()`
                 for c, e in taking:
@@ -2603,6 +2662,11 @@ class LoaderFacts:
                     across = any(iterated.get(n) for n in rest)
             if across and self._one_loader(fn, call) and self._read_only_to_evaluate(names):
                 across = False  # an evaluation visits every sample whatever the order (CasMVSNet's test loader)
+            if across and name and self._kept_in_grad_off(fn, name):
+                # built and read in a function that runs with gradients off (RNNLogic's
+                # `@torch.no_grad() def compute_H`): an evaluation's pass, whatever other loops
+                # elsewhere call their loaders by the same names
+                across = False
             feeds = by_line.get((loader_at.file, loader_at.line)) if loader_at is not None else None
             if across and feeds is not None and feeds.evaluation and not feeds.trains and \
                     (self._one_loader(fn, call) or (bool(feeds.name) and bool(

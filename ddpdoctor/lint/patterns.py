@@ -16,7 +16,7 @@ from typing import Any, Optional
 from ddpdoctor.core import torch_names as names
 from ddpdoctor.lint import reaching
 from ddpdoctor.lint.config_files import engine_launched, engines_named, launch_engine_only, launch_engines, launched_zero_stage
-from ddpdoctor.lint.nodes import children, walk
+from ddpdoctor.lint.nodes import children, param_defaults, walk
 from ddpdoctor.lint.receivers import _unpacked_from
 
 # Calls that return a rank.
@@ -279,6 +279,8 @@ Function = Any
 # (spectral_norm keeps its power-iteration vectors `weight_u` / `_u` as buffers: a GAN
 # discriminator's, LaMa's)
 BUFFER_MARKERS = ("BatchNorm", "register_buffer", "SyncBatchNorm", "track_running_stats=True", "spectral_norm")
+# torch's own buffer type (2.5 on): a module attribute assigned one is registered as a buffer
+TORCH_BUFFERS = frozenset({"torch.nn.Buffer", "torch.nn.parameter.Buffer"})
 # the calls that set up the default process group (lint/facts.py), and with a launcher of ranks
 # those that start the distributed run (Program.starts_run)
 SETUP_CALLS = ("init_process_group", "init_distributed", "initialize_distributed")
@@ -385,7 +387,8 @@ def _given_keywords(program: Program, call: ast.Call, fn: Function) -> set[str]:
                 # every call into it is known: a gate only where each of them gives one
                 given -= {name for name in _GATED_SAVE if not all(name in site for site in sites)}
             continue
-        spread = call_keywords(program, ast.Call(func=call.func, args=[], keywords=[kw]), fn)
+        # (the stand-in call keeps the call's place: what is merged into the dict is read above it)
+        spread = call_keywords(program, ast.copy_location(ast.Call(func=call.func, args=[], keywords=[kw]), call), fn)
         given |= set(spread) if spread is not None else set(_GATED_SAVE)
     return given
 
@@ -1144,6 +1147,8 @@ def _wrapper_of(program: Program, call: ast.Call, fn: Function):
         _dropped_wrapper(program, call, fn)
     if field is not None:
         return field
+    if call.func.__class__ is ast.Name and (method := _method_call(program, call, fn)) is not None:
+        return _wrapper_of(program, method, fn)
     node = call.func
     while isinstance(node, ast.Attribute):
         if node.attr == "module":
@@ -1238,8 +1243,35 @@ def _iterated_elements(program: Program, name: ast.Name, fn: Function) -> list:
     return found
 
 
+def _method_call(program: Program, call: ast.Call, fn: Function) -> Optional[ast.Call]:
+    """`loss_func(x)` where the name holds one bound method of an object (`loss_func = loss_func
+    or self.model.calculate_loss`, the parameter left at None by every call - RecBole's trainers):
+    the call as `self.model.calculate_loss(x)`, made once per call; None otherwise."""
+    made = program.__dict__.setdefault("_method_calls", {})
+    key = (id(call), id(fn))
+    if key in made:
+        return made[key][0]
+    held = []
+    for value, scope in program.values_of(call.func, fn, 1):
+        for part in value.values if value.__class__ is ast.BoolOp and value.op.__class__ is ast.Or else [value]:
+            if part.__class__ is ast.Name and part.id in scope.params and not scope.arguments.get(part.id) \
+                    and is_const(param_defaults(scope.node).get(part.id), None):
+                continue  # (the parameter no call hands: None, so `or` goes on)
+            held.append(part)
+    method = None
+    if held and all(h.__class__ is ast.Attribute and h.value.__class__ in (ast.Name, ast.Attribute) for h in held) \
+            and len({text(h) for h in held}) == 1:
+        method = ast.copy_location(ast.Call(func=held[0], args=call.args, keywords=call.keywords), call)
+    made[key] = (method, call)  # (the call kept alive: its id is the key)
+    return method
+
+
 def _ddp_held(program: Program, holder: ast.AST, fn: Function, at: ast.AST):
-    """The DDP(...) call a name or `self.attr` holds where `at` runs (ddp_model asked of a call of it)."""
+    """The DDP(...) call a name or `self.attr` holds where `at` runs (ddp_model asked of a call of it);
+    the call itself where the holder is one (`DistributedDataParallel(net).module`, read off on
+    the spot)."""
+    if holder.__class__ is ast.Call:
+        return (holder, fn) if program.ddp_call(holder, fn) else None
     if not isinstance(holder, (ast.Name, ast.Attribute)):
         return None
     return ddp_model(program, ast.copy_location(ast.Call(func=holder, args=[], keywords=[]), at), fn)
@@ -1254,6 +1286,8 @@ def _round_the_wrapper(program: Program, call: ast.Call, fn: Function) -> bool:
     func = call.func
     if _dropped_wrapper(program, call, fn) is not None:
         return True
+    if func.__class__ is ast.Name and (method := _method_call(program, call, fn)) is not None:
+        return _round_the_wrapper(program, method, fn)
     if isinstance(func, ast.Name):
         # `raw = ddp.module; out = raw(x)`, or a helper handed `model = sam.module` (SAM
         # adapter's trainer): the module's own forward; or the module a wrapper built in fn was
@@ -1274,8 +1308,10 @@ def _round_the_wrapper(program: Program, call: ast.Call, fn: Function) -> bool:
         return True
     receiver = func.value
     if isinstance(receiver, ast.Attribute) and dotted(receiver):
-        # `self.model.training_step(batch)` in the `else:` of `isinstance(self.model, DDP)`
-        return _off_the_wrapper_side(fn, call, dotted(receiver)) or _module_once_wrapped(program, receiver, fn)
+        # `self.model.training_step(batch)` in the `else:` of `isinstance(self.model, DDP)`; and
+        # `self.model.calculate_loss(x)` with `self.model = DDP(net).module` (the field's values)
+        return _off_the_wrapper_side(fn, call, dotted(receiver)) or _module_once_wrapped(program, receiver, fn) \
+            or (_self_field(receiver) and bool(_unwrapped_apart(program, receiver, fn)))
     return isinstance(receiver, ast.Name) and (_off_the_wrapper_side(fn, call, receiver.id)
                                                or _unwrapped(program, receiver, fn)
                                                or _handed_into_wrapper(program, receiver, fn)
@@ -1590,7 +1626,8 @@ def _unwrapped_apart(program: Program, name: ast.Name, fn: Function, depth: int 
     [] where any other value may reach it (a value not seen proves nothing)."""
     frontier, seen, found = [(name, fn)], set(), []
     for _ in range(depth):
-        values = [(v, s) for node, scope in frontier for v, s in program.values_of(node, scope, 1) if v is not node]
+        values = [(v, s) for node, scope in frontier for v, s in program.values_of(node, scope, 1) if v is not node
+                  and not _superseded_in_init(program, node, v, s)]
         if frontier and not values:
             return []
         unwrapped = [(v, s) for v, s in values if plain_module(program, v, s, 1)]
@@ -1613,6 +1650,29 @@ def _unwrapped_apart(program: Program, name: ast.Name, fn: Function, depth: int 
         if not frontier:
             return found
     return []
+
+
+def _superseded_in_init(program: Program, field: ast.AST, value: ast.AST, scope: Function) -> bool:
+    """`self.model = model` in a constructor that then calls `self._build()`, whose own body
+    (not under a test) binds `self.model` again (`self.model = DistributedDataParallel(self.model)
+    .module`): once the object is built, the constructor's first value is gone."""
+    if not (_self_field(field) and scope.name == "__init__" and scope.cls is not None
+            and scope.node.__class__ is not ast.Module):
+        return False
+    body = scope.node.body
+    at = next((i for i, stmt in enumerate(body) if any(n is value for n in walk(stmt))), None)
+    if at is None or body[at].__class__ not in (ast.Assign, ast.AnnAssign):
+        return False  # (bound under a test, or inside a block: its way is not the constructor's own)
+    for stmt in body[at + 1:]:
+        made = stmt.value if stmt.__class__ in (ast.Expr, ast.Assign) else None
+        if not (made.__class__ is ast.Call and _self_field(made.func)):
+            continue
+        method = program.method(program._class_of_fn(scope), made.func.attr)
+        if method is not None and method.node is not None and method.node.__class__ is not ast.Module and any(
+                s.__class__ is ast.Assign and any(_self_field(t) and t.attr == field.attr for t in s.targets)
+                for s in method.node.body):
+            return True
+    return False
 
 
 def _unwrapped_if_ddp(fn: Function, value: ast.AST, name: ast.AST) -> bool:
@@ -3547,6 +3607,8 @@ def _class_buffered(program: Program, klass, seen: set, given: Optional[dict] = 
         if truthy(keyword(node, "track_running_stats")) and id(node) not in conditional:
             return True
         built = program.qualify(node.func, klass.module.body) or ""
+        if built in TORCH_BUFFERS and id(node) not in conditional:
+            return True  # `self.weights = nn.Buffer(torch.empty(n, d))` (torch 2.5): a registered buffer
         if _buffered_zoo(built):
             return True  # `self.image = models.resnet18(pretrained=True)`: its BatchNorms
         if built == "torch.hub.load" and _hub_buffered(node, klass):

@@ -869,9 +869,16 @@ def _shares_its_params(program, target: Function) -> str:
     if collectives:
         own = set(target.params)
         made = set(own)
-        for _ in range(2):  # and what is made of them (`t = torch.tensor(value)`, then all_reduce(t))
+        # (and the names a tuple or a loop unpacks from them: `values, sizes = read(obj)`, `for k,
+        # value in values.items()` - torchdrug's comm.cat, which all-reduces a buffer it fills)
+        unpacked = [(stmt.targets[0], stmt.value) for stmt in target.own_of(ast.Assign)
+                    if len(stmt.targets) == 1 and stmt.targets[0].__class__ in (ast.Tuple, ast.List)] + \
+            [(loop.target, loop.iter) for loop in target.own_of(ast.For)]
+        for _ in range(4):  # and what is made of them (`t = torch.tensor(value)`, then all_reduce(t))
             made |= {name for name, values in target.bindings.items()
                      if any(isinstance(n, ast.Name) and n.id in made for _, v in values for n in walk(v))}
+            made |= {n.id for into, value in unpacked if any(m.__class__ is ast.Name and m.id in made for m in walk(value))
+                     for n in walk(into) if n.__class__ is ast.Name}
         returns = any(isinstance(n, ast.Return) and n.value is not None for n in walk(target.node))
         # (`loss = model(*batch)`, `dist.broadcast(loss, src=0)`, `return loss`: the name it returns
         # was made alike in place, whatever it was made of)

@@ -204,3 +204,408 @@ def test_a_flag_set_past_a_threshold_nothing_counts_stays_a_warning(tmp_path):
     body = COUNTED_STOP.replace("COUNT", "self.counter += 1").replace("TEST", "loss < 1e-6")
     found = _codes(lint_tree(tmp_path, {"train.py": body}), "DDP809")
     assert [(f.location.line, f.severity.value) for f in found] == [(_line(body, "if stopper.early_stop:"), "warning")]
+
+
+# ------------------------------------------- a save handed a dict of options merged in above it
+# `opts.update({...})` above `model.save_pretrained(path, **opts)`: what the dict holds is read
+# from the merges above the call (a crash on the stand-in call once).
+MERGED_OPTIONS = """import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+
+def save_all(model, path):
+    opts = {"max_shard_size": "2GB"}
+    opts.update({"safe_serialization": True})
+    model.save_pretrained(path, **opts)
+
+
+def main():
+    dist.init_process_group("gloo")
+    model = DistributedDataParallel(torch.nn.Linear(4, 1))
+    model(torch.randn(8, 4)).sum().backward()
+    if GUARD:
+        save_all(model.module, "out")
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_save_handed_merged_options_on_every_rank_is_told(tmp_path):
+    body = MERGED_OPTIONS.replace("GUARD", "True")
+    found = _codes(lint_tree(tmp_path, {"train.py": body}), "DDP806")
+    assert [f.location.line for f in found] == [_line(body, "model.save_pretrained(")]
+
+
+def test_a_save_handed_merged_options_on_rank_zero_is_not(tmp_path):
+    body = MERGED_OPTIONS.replace("GUARD", "dist.get_rank() == 0")
+    assert _codes(lint_tree(tmp_path, {"train.py": body}), "DDP806") == []
+
+
+# ------------------------------------------- torch's own Buffer type is a buffer
+# `self.table = nn.Buffer(torch.zeros(n, d))` (torch 2.5 on) registers a buffer as register_buffer
+# does: a DDP forward broadcasts it, so rank 0's evaluation through the wrapper runs a collective
+# the others do not (DDP801). A project class that happens to be called Buffer is no such thing.
+TORCH_BUFFER = """import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+
+OWN
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.table = MAKE(torch.zeros(4))
+
+    def forward(self, x):
+        return self.lin(x) + 1.0
+
+
+def evaluate(model):
+    with torch.no_grad():
+        return model(torch.randn(8, 4)).mean().item()
+
+
+def main():
+    dist.init_process_group("gloo")
+    model = DistributedDataParallel(Net())
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(10):
+        model(torch.randn(8, 4)).sum().backward()
+        opt.step()
+        opt.zero_grad()
+        if dist.get_rank() == 0:
+            print(evaluate(model))
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_torch_buffer_makes_a_rank_zero_forward_through_the_wrapper_a_collective(tmp_path):
+    body = TORCH_BUFFER.replace("OWN\n", "").replace("MAKE", "nn.Buffer")
+    found = _codes(lint_tree(tmp_path, {"train.py": body}), "DDP801")
+    assert [f.location.line for f in found] == [_line(body, "return model(torch.randn(8, 4))")]
+
+
+def test_a_project_class_called_buffer_is_no_buffer(tmp_path):
+    body = TORCH_BUFFER.replace("OWN", "class Buffer:\n    def __init__(self, data):\n        self.data = data\n")
+    body = body.replace("MAKE", "Buffer")
+    assert _codes(lint_tree(tmp_path, {"train.py": body}), "DDP801") == []
+
+
+# ------------------------------------------- a README command written one option a line
+# ```python3 train.py` / `--accum 1` / ...``` with no backslashes: readers run it as one command,
+# so every launch gives --accum 1 and nothing accumulates (DDP805 not told).
+ACCUMULATING = """import argparse
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--accum", type=int, default=1)
+parser.add_argument("--lr", type=float, default=0.1)
+args = parser.parse_args()
+dist.init_process_group("gloo")
+model = DistributedDataParallel(torch.nn.Linear(4, 1))
+opt = torch.optim.SGD(model.parameters(), lr=args.lr)
+for step in range(100):
+    loss = model(torch.randn(8, 4)).sum() / args.accum
+    loss.backward()
+    if (step + 1) % args.accum == 0:
+        opt.step()
+        opt.zero_grad()
+"""
+
+README_BLOCK = """# ours
+
+```shell
+python3 train.py
+--lr 0.01
+OPTION
+```
+"""
+
+
+def test_a_readme_command_one_option_a_line_is_one_launch(tmp_path):
+    readme = README_BLOCK.replace("OPTION", "--accum 1")
+    assert _codes(lint_tree(tmp_path, {"train.py": ACCUMULATING, "README.md": readme}), "DDP805") == []
+
+
+def test_a_readme_command_one_option_a_line_leaving_the_count_out_is_still_told(tmp_path):
+    readme = README_BLOCK.replace("OPTION", "--seed 1")
+    found = _codes(lint_tree(tmp_path, {"train.py": ACCUMULATING, "README.md": readme}), "DDP805")
+    assert [f.location.line for f in found] == [_line(ACCUMULATING, "    loss.backward()")]
+
+
+# ------------------------------------------- a wrapper read off where it is made, in a set-up method
+# `self.model = DistributedDataParallel(self.model).module` in a method the constructor calls after
+# `self.model = model`: the object trains the module, never the wrapper; and `loss_func = loss_func
+# or self.model.calculate_loss` (the parameter no call hands) is that module's bound method (DDP810).
+READ_OFF = """import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 1)
+
+    def forward(self, x):
+        return self.lin(x).pow(2).mean()
+
+    def calculate_loss(self, x):
+        return self(x)
+
+
+class Trainer:
+    def __init__(self, model):
+        self.model = model
+        self.rank = self._build()
+
+    def _build(self):
+        dist.init_process_group("gloo")
+        self.model = WRAPPED
+        return dist.get_rank()
+
+    def fit(self, loss_func=None):
+        loss_func = loss_func or LOSS
+        opt = torch.optim.SGD(self.model.parameters(), lr=0.1)
+        for step in range(10):
+            loss = loss_func(torch.randn(8, 4))
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+
+
+Trainer(Net()).fit()
+"""
+
+
+def test_a_wrapper_read_off_where_it_is_made_trains_the_module(tmp_path):
+    body = READ_OFF.replace("WRAPPED", "DistributedDataParallel(self.model).module")
+    body = body.replace("LOSS", "self.model.calculate_loss")
+    found = _codes(lint_tree(tmp_path, {"train.py": body}), "DDP810")
+    assert [(f.location.line, f.severity.value) for f in found] == [(_line(body, "            loss.backward()"), "error")]
+
+
+def test_a_wrapper_kept_and_called_is_no_bypass(tmp_path):
+    # twin: the wrapper is kept, and the bound name is the wrapper's own call
+    body = READ_OFF.replace("WRAPPED", "DistributedDataParallel(self.model)").replace("LOSS", "self.model")
+    assert _codes(lint_tree(tmp_path, {"train.py": body}), "DDP810") == []
+
+
+def test_a_field_read_off_where_it_is_made_called_directly_is_told(tmp_path):
+    body = READ_OFF.replace("WRAPPED", "DistributedDataParallel(self.model).module").replace("LOSS", "None")
+    body = body.replace("loss = loss_func(torch.randn(8, 4))", "loss = self.model(torch.randn(8, 4))")
+    found = _codes(lint_tree(tmp_path, {"train.py": body}), "DDP810")
+    assert [f.location.line for f in found] == [_line(body, "            loss.backward()")]
+
+
+# ------------------------------------------- a loader handed on as an argument, kept in a field
+# `_train(rank, model, from_path(distributed=True))`, then `Learner(model, dataset)` keeps it as
+# `self.dataset`, read in `while True: for x in self.dataset:` with the step in a helper: the loader
+# is read pass after pass, and nothing sets the sampler's epoch (DDP804).
+HANDED_LOADER = """import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+
+
+def from_path(distributed=False):
+    data = TensorDataset(torch.randn(64, 4))
+    return DataLoader(data, batch_size=8, shuffle=not distributed,
+                      sampler=DistributedSampler(data) if distributed else None, drop_last=True)
+
+
+class Learner:
+    def __init__(self, model, dataset):
+        self.model = model
+        self.dataset = dataset
+        self.step = 0
+
+    def train_step(self, x):
+        loss = self.model(x).sum()
+        loss.backward()
+        return loss
+
+    def train(self, max_steps):
+        LOOP
+            for (x,) in self.dataset:
+                if self.step >= max_steps:
+                    return
+                self.train_step(x)
+                self.step += 1
+
+
+def _train(rank, model, dataset):
+    Learner(model, dataset).train(100)
+
+
+def train_distributed(rank, world):
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    _train(rank, DistributedDataParallel(torch.nn.Linear(4, 1)), from_path(distributed=True))
+
+
+if __name__ == "__main__":
+    torch.multiprocessing.spawn(train_distributed, args=(2,), nprocs=2)
+"""
+
+
+def test_a_loader_handed_on_and_kept_in_a_field_read_pass_after_pass_is_told(tmp_path):
+    body = HANDED_LOADER.replace("LOOP", "while True:")
+    found = _codes(lint_tree(tmp_path, {"train.py": body}), "DDP804")
+    assert [f.location.line for f in found] == [_line(body, "sampler=DistributedSampler(data)")]
+
+
+def test_a_loader_handed_on_and_read_once_is_not(tmp_path):
+    # twin: one pass over the loader
+    body = HANDED_LOADER.replace("LOOP", "if True:")
+    assert _codes(lint_tree(tmp_path, {"train.py": body}), "DDP804") == []
+
+
+# ------------------------------------------- a sampler built and read in a gradients-off method
+# `@torch.no_grad() def compute_scores(self)` builds its own DistributedSampler and loader each
+# time it is called: an evaluation's pass, whatever the training loop elsewhere calls its own
+# loader (DDP804 is the training loader's).
+GRAD_OFF_PASS = """import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+
+class Trainer:
+    def __init__(self, model, data):
+        self.model = model
+        self.data = data
+
+    def train(self, epoch):
+        sampler = DistributedSampler(self.data)
+        sampler.set_epoch(epoch)
+        dataloader = DataLoader(self.data, batch_size=8, sampler=sampler)
+        for (x,) in dataloader:
+            self.model(x).sum().backward()
+
+    DECORATOR
+    def compute_scores(self):
+        sampler = DistributedSampler(self.data)
+        dataloader = DataLoader(self.data, batch_size=8, sampler=sampler)
+        total = 0.0
+        for (x,) in dataloader:
+            STEP
+        return total
+
+
+def main():
+    dist.init_process_group("gloo")
+    trainer = Trainer(DistributedDataParallel(torch.nn.Linear(4, 1)), TensorDataset(torch.randn(64, 4)))
+    for epoch in range(5):
+        trainer.train(epoch)
+        print(trainer.compute_scores())
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_sampler_built_and_read_with_gradients_off_is_an_evaluations(tmp_path):
+    body = GRAD_OFF_PASS.replace("DECORATOR", "@torch.no_grad()").replace("STEP", "total += self.model(x).sum().item()")
+    assert _codes(lint_tree(tmp_path, {"train.py": body}), "DDP804") == []
+
+
+def test_a_sampler_built_and_read_by_a_training_pass_is_still_told(tmp_path):
+    # twin: the same method trains, gradients on
+    body = GRAD_OFF_PASS.replace("    DECORATOR\n", "").replace("STEP", "self.model(x).sum().backward()")
+    found = _codes(lint_tree(tmp_path, {"train.py": body}), "DDP804")
+    assert [f.location.line for f in found] == [_line(body, "def compute_scores(self):") + 1]
+
+
+# ------------------------------------------- a metric made of what a gathering helper hands back
+# `ranks = comm_cat(ranks)`, a helper that unpacks what it is handed (`values, sizes = read(obj)`),
+# fills a buffer, all-reduces it and hands back what it makes of it: what it returns is every
+# rank's, and so is the metric the evaluation makes of it; `if mrr > best: save()` (a barrier
+# inside) decides alike (no DDP809).
+GATHERED_METRIC = """import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+
+def read(obj):
+    return [obj], [torch.tensor([obj.numel()])]
+
+
+def write(obj, buffer):
+    return [buffer.view(-1, 1)]
+
+
+def comm_cat(obj):
+    values, sizes = read(obj)
+    total = torch.stack(sizes).sum()
+    for value in values:
+        buffer = torch.zeros(int(total) * dist.get_world_size(), dtype=value.dtype)
+        buffer[:value.numel()] = value
+        REDUCE
+    return write(obj, buffer)[0]
+
+
+def evaluate(model, loader):
+    found = []
+    with torch.no_grad():
+        for (x,) in loader:
+            score = model.module(x).sum().item()
+            found += [[score]]
+    ranks = torch.tensor(found)
+    if dist.get_world_size() > 1:
+        ranks = comm_cat(ranks)
+    mrr = 0.0
+    for (score,) in ranks.tolist():
+        mrr += 1.0 / (abs(score) + 1)
+    return mrr
+
+
+def save(model):
+    if dist.get_rank() == 0:
+        torch.save(model.state_dict(), "best.pt")
+    dist.barrier()
+
+
+def main():
+    dist.init_process_group("gloo")
+    model = DistributedDataParallel(torch.nn.Linear(4, 1))
+    data = TensorDataset(torch.randn(64, 4))
+    loader = DataLoader(data, batch_size=8, sampler=DistributedSampler(data, shuffle=False))
+    best = 0.0
+    for epoch in range(5):
+        model(torch.randn(8, 4)).sum().backward()
+        mrr = evaluate(model, loader)
+        if mrr > best:
+            best = mrr
+            save(model)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_metric_made_of_a_gathering_helpers_result_is_every_ranks(tmp_path):
+    body = GATHERED_METRIC.replace("REDUCE", "dist.all_reduce(buffer)")
+    assert _codes(lint_tree(tmp_path, {"train.py": body}), "DDP809") == []
+
+
+def test_a_metric_made_of_a_helper_reducing_to_rank_zero_stays_the_ranks_own(tmp_path):
+    # twin: only rank 0 holds the sum
+    body = GATHERED_METRIC.replace("REDUCE", "dist.reduce(buffer, dst=0)")
+    found = _codes(lint_tree(tmp_path, {"train.py": body}), "DDP809")
+    assert [f.location.line for f in found] == [_line(body, "if mrr > best:")]
