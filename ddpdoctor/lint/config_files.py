@@ -1035,11 +1035,18 @@ def _logical_lines(body: str) -> list[tuple[int, int, str]]:
     return found
 
 
+# a shell comment: `#` at the start of a word, to the end of the line
+_SHELL_COMMENT = re.compile(r"(?:^|(?<=\s))#.*$", re.MULTILINE)
+
+
 def _options_after(command: str, name: str, declared: dict) -> Optional[dict]:
     """{dest: value} of each `--option value`, `--option=value` or bare `--switch` after the
     script's name in one command; None where the command does not run the script."""
+    # (a `#` starts a comment only at the start of a word, as the shell reads it: shlex's own
+    # comments would end `--nproc_per_node=<#gpus>`, a README's placeholder, at its `#`)
+    command = _SHELL_COMMENT.sub("", command)
     try:
-        words = shlex.split(command, comments=True)
+        words = shlex.split(command)
     except ValueError:
         words = command.split()
     stem = name[:-3] if name.endswith(".py") else name

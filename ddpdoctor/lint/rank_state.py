@@ -289,7 +289,9 @@ def _attribute_state(builder: Builder, methods: list, ddp: bool, everyone: list 
         notes = [a for a in (assumption, f"the test at line {stmt.lineno} is reached on every rank"
                              if item.conditional else "",
                              f"the assignment at line {setter.node.lineno} runs (it is under a further test)"
-                             if read[0] in flagged else "") if a]
+                             if read[0] in flagged else "",
+                             # (a forward with gradients off: see _decision)
+                             NO_GRAD_ASSUMPTION if no_grad_forward(effect[1]) else "") if a]
         if setter.node in said:
             continue  # one flag, one finding: the loop that reads it unconditionally first
         said.add(setter.node)
@@ -1597,6 +1599,10 @@ def _settled_apart(builder: Builder, fn: Function, test: ast.AST, name: str) -> 
     return False
 
 
+# what a decision resting on a forward with gradients off assumes (NO_GRAD_FORWARD)
+NO_GRAD_ASSUMPTION = "a training step comes between that forward and the last one"
+
+
 def _decision(fn: Function, stmt: ast.stmt, test: str, action: str, name: str, setter: _Stmt, work: str,
               relative: set, item: _Stmt, extra: str = "") -> RankLocalDecision:
     rank_test = setter.guards[-1]
@@ -1607,6 +1613,10 @@ def _decision(fn: Function, stmt: ast.stmt, test: str, action: str, name: str, s
         notes.append(rank_test.assumption)
     if item.conditional and not _tested_where_set(fn, stmt, setter.node):
         notes.append(f"the test at line {stmt.lineno} is reached on every rank")
+    if no_grad_forward(work):
+        # (a forward with gradients off broadcasts buffers only as the first after a training
+        # step: one broadcast, which may pair with the others' next forward)
+        notes.append(NO_GRAD_ASSUMPTION)
     return RankLocalDecision(
         Location(fn.file.display, stmt.lineno), test, action, name, "rank_state", work,
         Location(fn.file.display, setter.node.lineno), rank_test.text, ", and ".join(notes), given=rank_test.given)

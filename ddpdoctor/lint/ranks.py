@@ -1796,6 +1796,10 @@ class RankFlow:
         (`if not distributed and device_id > 0: return`) splits no distributed ranks."""
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
             inner = node.operand
+            if inner.__class__ is ast.Compare:
+                # `not (world_size > 1)`: the other side of the distributed run's own test (the
+                # `else:` of `if world_size > 1:`, a one-GPU run's early stop)
+                return self.distributed_run(inner, fn)
             return isinstance(inner, (ast.Name, ast.Attribute, ast.Call)) and self.uniform(inner, fn) \
                 and not _negated_switch(inner)
         if isinstance(node, (ast.Name, ast.Attribute)) and _negated_switch(node) and self.uniform(node, fn):

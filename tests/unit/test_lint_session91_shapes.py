@@ -609,3 +609,88 @@ def test_a_metric_made_of_a_helper_reducing_to_rank_zero_stays_the_ranks_own(tmp
     body = GATHERED_METRIC.replace("REDUCE", "dist.reduce(buffer, dst=0)")
     found = _codes(lint_tree(tmp_path, {"train.py": body}), "DDP809")
     assert [f.location.line for f in found] == [_line(body, "if mrr > best:")]
+
+
+def test_a_readme_placeholder_with_a_hash_is_no_comment(tmp_path):
+    # `--nproc_per_node=<#gpus>`: the shell reads `#` as a comment only at a word's start, so the
+    # options after the placeholder are the launch's (--accum 1: nothing accumulates)
+    readme = "```\ntorchrun --nproc_per_node=<#gpus> train.py --accum 1\n```\n"
+    assert _codes(lint_tree(tmp_path, {"train.py": ACCUMULATING, "README.md": readme}), "DDP805") == []
+
+
+def test_a_readme_placeholder_launch_that_accumulates_is_told(tmp_path):
+    readme = "```\ntorchrun --nproc_per_node=<#gpus> train.py --accum 4  # four steps a update\n```\n"
+    found = _codes(lint_tree(tmp_path, {"train.py": ACCUMULATING, "README.md": readme}), "DDP805")
+    assert [f.location.line for f in found] == [_line(ACCUMULATING, "    loss.backward()")]
+
+
+# ------------------------------------------- the one-GPU side of `if world_size > 1:`, and a no-grad tail
+# `if world_size > 1: <broadcast rank 0's stop flag>; ... elif stop: break` - the `elif` runs only
+# where the run is one process: no ranks there to disagree. And after the loop, `if not stop:
+# evaluate(model)` on every rank while rank 0 alone set `stop`: with gradients off that forward
+# broadcasts buffers only as the first after a training step (a warning naming that), with
+# gradients on it is the hang itself (an error).
+STOP_FLAG = """import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+
+
+def evaluate(model):
+    GRAD
+        return model(torch.randn(8, 4)).mean().item()
+
+
+def train(model, rank, world_size):
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    stop = False
+    best, bad = 1e9, 0
+    for epoch in range(50):
+        model(torch.randn(8, 4)).sum().backward()
+        opt.step()
+        opt.zero_grad()
+        if rank == 0:
+            loss = evaluate(model)
+            if loss < best:
+                best, bad = loss, 0
+            else:
+                bad += 1
+            if bad >= 3:
+                stop = True
+        if world_size > 1:
+            flag = torch.tensor(1.0 if stop else 0.0)
+            dist.broadcast(flag, src=0)
+            if flag.item() == 1.0:
+                break
+        ELSE
+    if not stop:
+        evaluate(model)
+
+
+def main():
+    dist.init_process_group("gloo")
+    model = DistributedDataParallel(nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4)))
+    train(model, dist.get_rank(), dist.get_world_size())
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def _stop_flag(grad: str, otherwise: str) -> str:
+    return STOP_FLAG.replace("GRAD", grad).replace("ELSE", otherwise)
+
+
+def test_the_one_process_side_of_the_world_size_test_decides_nothing_and_a_no_grad_tail_is_a_warning(tmp_path):
+    body = _stop_flag("with torch.no_grad():", "elif stop:\n            break")
+    found = _codes(lint_tree(tmp_path, {"train.py": body}), "DDP809")
+    assert [(f.location.line, f.severity.value) for f in found] == [(_line(body, "if not stop:"), "warning")]
+
+
+def test_a_stop_read_on_every_rank_and_a_training_tail_are_errors(tmp_path):
+    # twin: the stop flag read outside the world-size test, and the tail's forward with gradients on
+    body = _stop_flag("if True:", "if stop:\n            break")
+    found = _codes(lint_tree(tmp_path, {"train.py": body}), "DDP809")
+    assert [(f.location.line, f.severity.value) for f in found] == [
+        (_line(body, "        if stop:"), "error"), (_line(body, "if not stop:"), "error")]
