@@ -24,8 +24,8 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         `getattr(...)`, is not called there).
         Collectives include every torch.distributed collective (all_reduce, barrier,
         broadcast, all_gather, new_group, ...), the DistributedDataParallel constructor, the
-        forward of a DDP model whose module holds buffers (BatchNorm: DDP broadcasts them
-        in every forward; a Hugging Face BERT-family encoder's `position_ids` - also a project
+        forward of a DDP model whose module holds buffers (BatchNorm, torch's `nn.Buffer(...)`:
+        DDP broadcasts them in every forward; a Hugging Face BERT-family encoder's `position_ids` - also a project
         class whose constructor keeps one, `self.roberta = RobertaModel(config)` - a BART, Marian,
         Pegasus or Blenderbot generator's `final_logits_bias`; not a BatchNorm its constructor builds only on a side of its own
         argument the construction rules out, `Model(core_name="mlp")` past `if core_name ==

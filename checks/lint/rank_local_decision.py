@@ -101,7 +101,11 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
         flag to a constant sits under a further test, unless that test is a counter its own
         method steps reaching its bound - `self.counter += 1; if self.counter >=
         self.patience: self.early_stop = True` in a stopper rank 0 alone calls - which any
-        run that stops improving takes: an error). A variable handed to a collective in the
+        run that stops improving takes: an error; and where the work the test decides is only
+        a DDP forward with gradients off, which broadcasts buffers only as the first forward
+        after a training step: a warning resting on a training step between). A decision on
+        the `else:` / `elif` side of `if world_size > 1:` is the one-process run's and not
+        reported. A variable handed to a collective in the
         same function (`dist.broadcast_object_list([stop])`) is shared and not reported.
         The finding points at the test that decides (the `if` or `while`, or the `for` whose
         bound it is); for a `break` taken inside a rank test, at the innermost `if` around

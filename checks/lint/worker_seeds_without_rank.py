@@ -55,7 +55,10 @@ def worker_seeds_without_rank(facts: LintFacts) -> list[Problem] | Skipped:
           by a conditional (`cls = FastLoader if cached else DataLoader`) is a DataLoader.
           Options spread from a method's dict (`**self._loader_kwargs()`) are read. Numbers
           drawn once where the dataset is made (`np.random.RandomState(0).permutation(n)` for a
-          split) are data, not a draw in the workers.
+          split) are data, not a draw in the workers. A draw under a test on a field the
+          constructor keeps from its parameter (`if self.split == "demo":`) is judged by the
+          construction the loader is handed (`Clips(root, "train")`, or `get_dataset(name)(root,
+          "train")` of a helper handing back a class of its table): no draw there.
 
         Not reported: seeds with a rank in them (`seed + rank * num_workers + worker_id`,
         Accelerate's `process_index`), seeds derived from the worker's own state
