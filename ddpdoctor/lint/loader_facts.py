@@ -879,7 +879,7 @@ class LoaderFacts:
                 continue
             for target in self.program.resolve(outer.func, fn)[0]:
                 node = target.node
-                if node is None or node.__class__ is ast.Module:
+                if node.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef):
                     continue
                 params = [a.arg for a in node.args.posonlyargs + node.args.args]
                 params = params[1:] if target.cls is not None and params[:1] in (["self"], ["cls"]) else params
