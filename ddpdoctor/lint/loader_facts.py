@@ -881,11 +881,9 @@ class LoaderFacts:
                 node = target.node
                 if node.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef):
                     continue
-                params = [a.arg for a in node.args.posonlyargs + node.args.args]
-                params = params[1:] if target.cls is not None and params[:1] in (["self"], ["cls"]) else params
-                if index >= len(params):
+                param = _param_at(target, outer, index)
+                if param is None:
                     continue
-                param = params[index]
                 out.add(param)
                 out |= {t.attr for stmt in target.own_of(ast.Assign) if stmt.value.__class__ is ast.Name
                         and stmt.value.id == param for t in stmt.targets

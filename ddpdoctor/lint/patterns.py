@@ -3709,9 +3709,15 @@ def _ruled_out(init, given: dict) -> frozenset:
 
 
 def _decided_by(test: ast.AST, given: dict, init) -> Optional[bool]:
-    if not (test.__class__ is ast.Compare and len(test.ops) == 1 and test.left.__class__ is ast.Name):
+    """What `param == const` (!=, in, not in a literal) comes to with the parameter at the
+    constants given; also a field a construction kept (`self.split == "demo"`, given under
+    "self.split": process_seeds._draws_as_built). None where the test reads anything else."""
+    if not (test.__class__ is ast.Compare and len(test.ops) == 1 and (test.left.__class__ is ast.Name or (
+            test.left.__class__ is ast.Attribute and test.left.value.__class__ is ast.Name
+            and test.left.value.id == "self"))):
         return None
-    name, op, right = test.left.id, test.ops[0].__class__, test.comparators[0]
+    name = test.left.id if test.left.__class__ is ast.Name else f"self.{test.left.attr}"
+    op, right = test.ops[0].__class__, test.comparators[0]
     if name not in given or init.bindings.get(name):
         return None
     if right.__class__ is ast.Constant:

@@ -36,7 +36,7 @@ from typing import Any, Optional
 from ddpdoctor.lint.defaults import OPTION_TEST, _assigned, config_key_unset, option_off, settled
 from ddpdoctor.lint.fact_builder import _rebound, _single_process, argument_at, group_query, loc, set_false_above
 from ddpdoctor.lint.nodes import children, param_defaults, walk
-from ddpdoctor.lint.patterns import SCALAR_DRAWS, built_class, call_chain, call_keywords, dotted, is_const, keyword, kept_keywords, last_name, loader_call, loader_dataset, own_keyword, text
+from ddpdoctor.lint.patterns import SCALAR_DRAWS, _construction_constants, _decided_by, built_class, call_chain, call_keywords, dotted, is_const, keyword, kept_keywords, last_name, loader_call, loader_dataset, own_keyword, text
 from ddpdoctor.lint.worker_seeds import RANK_WORDS, UnrankedSeed, left_at_zero
 
 Builder = Any  # ddpdoctor.lint.facts.FactBuilder (facts imports this module, not the reverse)
@@ -823,75 +823,43 @@ def _draws(program, klass) -> bool:
     return found
 
 
-def _draws_as_built(program, klass, built: ast.Call) -> bool:
+def _draws_as_built(program, klass, built: ast.Call, scope: Function) -> bool:
     """_draws, for the one construction the loader is handed: a draw under a test on a field the
     constructor keeps from its parameter (`self.split = split`, then `if self.split == "demo":
     start = np.random.randint(...)`) runs in no worker of a dataset built with another constant
     (`Clips(root, "train")`); other constructions of the class may still take it."""
     if not _draws(program, klass):
         return False
-    bound = _kept_constants(klass, built)
+    bound = _kept_constants(program, klass, built, scope)
     return _class_draws(program, klass, bound) if bound else True
 
 
-def _kept_constants(klass, built: ast.Call) -> dict:
-    """{field: constant} for `self.<field> = <param>` at the top of the class's own constructor,
-    where this construction hands the parameter a constant (or leaves it at a constant default)."""
+def _kept_constants(program, klass, built: ast.Call, scope: Function) -> dict:
+    """{"self.<field>": its constants} for `self.<field> = <param>` at the top of the class's own
+    constructor, where this construction hands the parameter constants (or leaves it at a
+    constant default: patterns._construction_constants), and no other method sets the field."""
     init = klass.methods.get("__init__")
-    if init is None or init.node is None or init.node.__class__ is ast.Module or \
-            any(a.__class__ is ast.Starred for a in built.args) or any(k.arg is None for k in built.keywords):
-        return {}
-    params = [a.arg for a in init.node.args.args][1:]
-    given = dict(zip(params, built.args))
-    given.update((k.arg, k.value) for k in built.keywords)
-    defaults = param_defaults(init.node)
-    held = {}
-    for param in params:
-        value = given.get(param, defaults.get(param) if param not in given else None)
-        if value.__class__ is ast.Constant:
-            held[param] = value.value
+    given = _construction_constants(program, klass, built, scope) if init is not None else {}
     found = {}
-    for stmt in init.node.body:
+    for stmt in init.node.body if given else ():
         if stmt.__class__ is ast.Assign and len(stmt.targets) == 1 and stmt.value.__class__ is ast.Name \
-                and stmt.value.id in held and stmt.targets[0].__class__ is ast.Attribute \
-                and stmt.targets[0].value.__class__ is ast.Name and stmt.targets[0].value.id == "self":
-            found[stmt.targets[0].attr] = held[stmt.value.id]
-    # (a field set again elsewhere in the class holds more than this construction's constant)
-    return {f: v for f, v in found.items() if not any(
-        t.__class__ is ast.Attribute and t.attr == f and t.value.__class__ is ast.Name and t.value.id == "self"
-        for m in klass.methods.values() if m is not init and m.node is not None and m.node.__class__ is not ast.Module
-        for a in m.own_of(ast.Assign) for t in a.targets)}
+                and stmt.value.id in given and _on_self(stmt.targets[0]):
+            found[stmt.targets[0].attr] = given[stmt.value.id]
+    # (a field set again elsewhere in the class holds more than this construction's constants)
+    return {f"self.{f}": v for f, v in found.items() if not any(
+        _on_self(t) and t.attr == f for m in klass.methods.values() if m is not init
+        and m.node is not None and m.node.__class__ is not ast.Module for a in m.own_of(ast.Assign) for t in a.targets)}
 
 
-def _bound_truth(test: ast.AST, bound: dict) -> Optional[bool]:
-    """What `self.<field> == C` (!=, in, not in, or the field itself) comes to with the field
-    at the construction's constant; None where the test reads anything else."""
-    if test.__class__ is ast.Attribute and test.value.__class__ is ast.Name and test.value.id == "self" \
-            and test.attr in bound:
-        return bool(bound[test.attr])
-    if test.__class__ is ast.UnaryOp and test.op.__class__ is ast.Not:
-        truth = _bound_truth(test.operand, bound)
-        return None if truth is None else not truth
-    if not (test.__class__ is ast.Compare and len(test.ops) == 1):
-        return None
-    left, op, right = test.left, test.ops[0], test.comparators[0]
-    if not (left.__class__ is ast.Attribute and left.value.__class__ is ast.Name and left.value.id == "self"
-            and left.attr in bound):
-        return None
-    value = bound[left.attr]
-    if op.__class__ in (ast.Eq, ast.NotEq) and right.__class__ is ast.Constant:
-        return (value == right.value) == (op.__class__ is ast.Eq)
-    if op.__class__ in (ast.In, ast.NotIn) and right.__class__ in (ast.Tuple, ast.List, ast.Set) \
-            and all(e.__class__ is ast.Constant for e in right.elts):
-        return (value in [e.value for e in right.elts]) == (op.__class__ is ast.In)
-    return None
+def _on_self(node: ast.AST) -> bool:
+    return node.__class__ is ast.Attribute and node.value.__class__ is ast.Name and node.value.id == "self"
 
 
 def _bound_dead(method, bound: dict) -> set[int]:
     """The lines of the method a test settled by the construction's constants leaves out."""
     skip: set[int] = set()
     for stmt in method.own_of(ast.If):
-        truth = _bound_truth(stmt.test, bound)
+        truth = _decided_by(stmt.test, bound, method)
         side = stmt.orelse if truth is True else stmt.body if truth is False else None
         if side:
             skip |= set(range(side[0].lineno, (side[-1].end_lineno or side[-1].lineno) + 1))
@@ -1773,7 +1741,7 @@ def _random_in_values(program, node: ast.AST, fn: Function, depth: int, shown: l
             # table (`return table.get(name)`): each class it may hand back, as this call builds it
             classes = _classes_handed_back(program, value.func, scope)
             shown.extend(classes)
-            if any(_draws_as_built(program, k, value) or any(_draws(program, b) for b in program.bases(k))
+            if any(_draws_as_built(program, k, value, scope) or any(_draws(program, b) for b in program.bases(k))
                    for k in classes):
                 return True
         if target is None and isinstance(value.func, ast.Subscript):
@@ -1786,7 +1754,7 @@ def _random_in_values(program, node: ast.AST, fn: Function, depth: int, shown: l
                 return True
         if program.is_class(target):
             shown.append(target)
-            if _draws_as_built(program, target, value) or any(_draws(program, k) for k in program.bases(target)):
+            if _draws_as_built(program, target, value, scope) or any(_draws(program, k) for k in program.bases(target)):
                 return True
         elif program.is_function(target) and not isinstance(target.node, ast.Module):
             if _parses_options(target):

@@ -1898,16 +1898,8 @@ def _counted_stop(program, test: ast.AST, fn: Function, loop: Optional[ast.AST] 
     if asked is not test:
         method = program.method(klass, asked.attr)
         return method is not None and _returns_true_at_a_count(method)
-    for method in klass.methods.values():
-        stepped = _stepped_fields(method)
-        for node in method.own_of(ast.If):
-            if stepped and any(
-                    n.__class__ is ast.Attribute and n.attr in stepped for n in walk(node.test)) and any(
-                    s.__class__ is ast.Assign and is_const(s.value, True) and any(
-                        t.__class__ is ast.Attribute and t.attr == test.attr for t in s.targets)
-                    for s in node.body):
-                return True
-    return False
+    return any(_set_at_a_count(method, s) for method in klass.methods.values() for s in method.own_of(ast.Assign)
+               if is_const(s.value, True) and any(t.__class__ is ast.Attribute and t.attr == test.attr for t in s.targets))
 
 
 # Library early stoppers whose flag turns True once a counter of passes without improvement
