@@ -975,12 +975,14 @@ def _readmes(script: Path):
                 continue
             blocks = re.findall(r"^```[^\n]*\n(.*?)^```", text, re.MULTILINE | re.DOTALL)
             # (a command written one option a line with no backslashes, `python3 train.py` then
-            # `--accum 1` on the next line: the reader runs it as one command)
-            yield path, _OPTION_LINE.sub(" ", "\n".join(blocks))
+            # `--accum 1` on the next line: the reader runs it as one command; each line's own
+            # comment first, which would otherwise end the joined command at the first one)
+            yield path, _OPTION_LINE.sub(" ", _SHELL_COMMENT.sub("", "\n".join(blocks)))
 
 
-# a line break before a line that starts with a long option (and not after a backslash)
-_OPTION_LINE = re.compile(r"(?<!\\)[ \t]*\n(?=[ \t]*--[A-Za-z])")
+# a line break before a line that starts with a long option (and not after a backslash, spaces
+# between: that line continues already)
+_OPTION_LINE = re.compile(r"(?<![\\ \t])[ \t]*\n(?=[ \t]*--[A-Za-z])")
 
 
 def _runs(script: Path) -> re.Pattern:

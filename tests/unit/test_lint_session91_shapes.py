@@ -694,3 +694,9 @@ def test_a_stop_read_on_every_rank_and_a_training_tail_are_errors(tmp_path):
     found = _codes(lint_tree(tmp_path, {"train.py": body}), "DDP809")
     assert [(f.location.line, f.severity.value) for f in found] == [
         (_line(body, "        if stop:"), "error"), (_line(body, "if not stop:"), "error")]
+
+
+def test_a_readme_command_one_option_a_line_with_comments_keeps_the_options_after_them(tmp_path):
+    # each line's own comment ends that line only, not the joined command
+    readme = README_BLOCK.replace("--lr 0.01", "--lr 0.01  # smaller than the paper's").replace("OPTION", "--accum 1")
+    assert _codes(lint_tree(tmp_path, {"train.py": ACCUMULATING, "README.md": readme}), "DDP805") == []
