@@ -1649,6 +1649,9 @@ def _rank_exits(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
         leave, other = _break_in(stmt.body, None, leaving), _break_in(stmt.orelse, None, leaving)
         if leave is not None and other is not None:
             continue  # both sides leave
+        if stmt.orelse and (leave is None) != (other is None) and \
+                _crashes_out(stmt.orelse if leave is not None else stmt.body):
+            continue  # `if keep and rank == 0: continue / else: raise ...`: the others end, none goes on
         if leave is None and other is not None:
             # `if distributed and local_rank != 0: pass / else: ...; if stopper.early_stop:
             # break` (aLLM4TS): the `else:` is the side rank 0 alone takes
@@ -3237,7 +3240,21 @@ def _ends(branch: list) -> Optional[str]:
             return "exit"
         if clean_exit(stmt):
             return "exit"
+        if stmt.__class__ is ast.If and stmt.orelse:
+            # `if keep_going and rank == 0: continue / else: sys.exit(1)`: no way falls out of the
+            # `if`; the way that leaves cleanly is how the branch leaves (the other ends the rank)
+            ways = [_ends(side) or ("crash" if _crashes_out(side) else None) for side in (stmt.body, stmt.orelse)]
+            if None not in ways and set(ways) != {"crash"}:
+                return next(way for way in ways if way != "crash")
     return None
+
+
+def _crashes_out(branch: list) -> bool:
+    """The branch ends in a raise or an exit with an error code: the rank fails and the launcher
+    ends the job."""
+    last = branch[-1] if branch else None
+    return last is not None and ((isinstance(last, ast.Raise) and not clean_exit(last)) or (
+        _exits(last) and not (all(is_const(a, 0, None) for a in last.value.args) and not last.value.keywords)))
 
 
 def _plain_last_return(fn: Function, stmt: ast.stmt, branch: list) -> bool:

@@ -355,7 +355,8 @@ class Walker:
             if isinstance(stmt, ast.If) and stmt.orelse and stmt.body:
                 ends = [isinstance(side[-1], TERMINATORS) and not _crashes(side[-1])
                         for side in (stmt.body, stmt.orelse)]
-                test = self.program.ranks.guard(stmt.test, self.fn) if ends[0] != ends[1] else None
+                test = self.program.ranks.guard(stmt.test, self.fn) \
+                    if ends[0] != ends[1] and _goes_on(stmt.orelse if ends[0] else stmt.body) else None
                 if test is not None:
                     on = test if ends[1] else test.negated()
                     guard = Guard(on, self.fn.file.display, stmt.lineno, id(stmt), "body" if ends[1] else "else")
@@ -773,7 +774,8 @@ def _rank_return(walker: "Walker", stmt: ast.stmt, depth: int = 3):
     # `if rank != 0: return`, or `if rank == 0: ... else: continue` (adaptive-span): the side
     # that leaves, as the test that holds there
     inners = [(inner, leaves(inner.body)) for inner in stmt.body if inner.__class__ is ast.If and inner.body
-              and ((not inner.orelse and leaves(inner.body)) or (inner.orelse and leaves(inner.orelse) != leaves(inner.body)))]
+              and ((not inner.orelse and leaves(inner.body)) or (inner.orelse and leaves(inner.orelse) != leaves(inner.body)
+                                                                 and _goes_on(inner.orelse if leaves(inner.body) else inner.body)))]
     deeper = [inner for inner in stmt.body if inner.__class__ is ast.If] if depth > 1 else []
     if not inners and not deeper:
         return None  # (the structure first: most ifs hold no such return, and guard() is dearer)
@@ -795,6 +797,14 @@ def _rank_return(walker: "Walker", stmt: ast.stmt, depth: int = 3):
         if found is not None:
             return found[0], found[1], (stmt.test, *found[2])
     return None
+
+
+def _goes_on(side: list) -> bool:
+    """The other side of a rank test whose one side leaves (`if keep and rank == 0: continue`)
+    lets its ranks on past the `if`: not where it raises or exits the process (`else:
+    sys.exit(1)`) - then no rank gets past the `if` that way, and what follows is not split by
+    the rank test (a rank-local value around it is DDP809's to judge)."""
+    return not side or not (isinstance(side[-1], TERMINATORS) or exits(side[-1]))
 
 
 def _negation(said: str) -> str:
