@@ -67,7 +67,9 @@ def double_sharding(facts: LintFacts) -> list[Problem] | Skipped:
         spawned rank starts its streams from its own entropy.
         A draw two constructors down (a composite dataset building a part that keeps
         `random.sample(items, n)`), or in a module-level helper a constructor calls (`self.files
-        = pick(files, k)`, an `np.random.choice` inside), is the dataset's; so is one in any of
+        = pick(files, k)`, an `np.random.choice` inside), is the dataset's (not a transform's
+        it builds, one applied to items with a `__call__` and holding none, that shuffles the
+        order of its own steps); so is one in any of
         the classes a builder may return by a configured name (`build_dataset(cfg)` returning
         `DatasetCatalog.get(name, ...)`), judged at the call that builds it there.
     Why it hurts:

@@ -16,7 +16,10 @@ def forward_round_the_wrapper(facts: LintFacts) -> list[Problem] | Skipped:
         the module a DistributedDataParallel wrapper holds, never through the wrapper:
         `model.module(x)`, `model.module.forward_features(x)` (also the side of `net(x) if
         opt.single_gpu else net.module(x)` that a script pinning `opt.single_gpu = False`
-        takes), a name bound to it
+        takes, and the distributed side of `model(x) if not is_distributed else
+        model.module(x)` with the model wrapped under `if is_distributed:`; an `else:` of the
+        distributed run's own test, `self.model.get_loss(x)` beside `if cfg.multi_gpu: loss =
+        self.model.module.get_loss(x)`, is the one-process run's), a name bound to it
         (`model_without_ddp = model.module`, a trainer's field `self.model = model.module`
         set in `__init__` from the wrapper it is handed, `getattr(model, "module", model)`,
         `accelerator.unwrap_model(model)`), called as it is (`raw = model.module; raw(x)`,
@@ -55,7 +58,9 @@ def forward_round_the_wrapper(facts: LintFacts) -> list[Problem] | Skipped:
         same step (`out = model(x)`, then `model.module.criterion(out, y)`), a forward with
         gradients off (a probe's features under `torch.no_grad()`), the side of
         `isinstance(model, DDP)` where the model is the plain one, a method of a Module
-        subclass fitting itself, a loss from a callable the source binds but the lint does not
+        subclass fitting itself (not one whose object keeps the DDP model in a field and runs
+        round it: `class Train(nn.Module)` with `self.model = DDP(net)` and
+        `self.model.module.get_loss(x)` in its forward), a loss from a callable the source binds but the lint does not
         resolve that is handed the DDP model itself (`train_fn = getattr(losses, name)`, then
         `train_fn(model, x, lc=model.module.lipschitz())`: its forward may be the wrapper's),
         and a program that averages gradients by hand

@@ -87,7 +87,10 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
           `self.early_stopping.early_stop`) whose own method counts the passes without
           improvement to its patience, `self.counter += 1; if self.counter >= self.patience:
           self.early_stop = True`, then `if stopper.early_stop: break`: any run that stops
-          improving takes it);
+          improving takes it; each exit rank 0 decides under a test of its own is told apart, a
+          wall-clock limit beside the early stop too; not a skip whose other side raises or
+          exits with an error, `if keep and rank == 0: continue / else: sys.exit(1)`: the others
+          end, and a rank-local value tested around it is what parts the ranks);
         - the program ended under a rank test outside any loop (`if accelerator.is_local_main_process
           and os.path.exists(out): exit(0)` in the main block) while the rest runs collective work
           on every rank: a rank that exits 0 ends nothing else, the others wait for it (a warning

@@ -64,6 +64,10 @@ def set_epoch_missing(facts: LintFacts) -> list[Problem] | Skipped:
         script names a config (`--config-file configs/cub.yaml`) that sets another mode (the
         code's default counts only where a named config leaves the key out); plain switches
         left off by default (`if args.multi_gpu and args.dist:`) are the run asked for by name.
+        A sampler a helper builds with `shuffle=shuffle` shuffles as its callers hand it: a
+        constant, or a config key every YAML config beside the script settles, read off a
+        section (`data_config = config["data"]`, then `shuffle=data_config["shuffle"]` with
+        `shuffle: False` in each config) - no shuffle, nothing to set.
 
     Why it hurts:
         DistributedSampler shuffles with the seed `seed + epoch`. Without set_epoch the

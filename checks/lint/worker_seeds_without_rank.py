@@ -38,7 +38,9 @@ def worker_seeds_without_rank(facts: LintFacts) -> list[Problem] | Skipped:
           dataset an mmcv-style registry builds, `DATASETS.build(cfg)`, draws where a class
           registered there draws). Not when any seeding the
           ranks run puts the rank in or seeds from a value of unknown origin, nor for the
-          launcher's own seeding before mp.spawn (the spawned ranks never run it), nor for a
+          launcher's own seeding before mp.spawn (the spawned ranks never run it; a seeding
+          helper the script calls at its top, outside `__main__`, runs in each rank that imports
+          it: `seed_all(cfg.seed)` under the imports), nor for a
           seeding under a test every caller's constant leaves false (`if eval_time:` in a
           dataset built with the default `eval_time=False`), nor for a seeding helper called only
           under an option the launch leaves off (`if opt.debug: set_random_seed(0)`, --debug a

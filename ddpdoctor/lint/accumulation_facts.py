@@ -12,7 +12,7 @@ from typing import Iterator, Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import no_sync
-from ddpdoctor.lint.defaults import _assigned, _compare_constant, _declared_field, config_settles, constructed_truth, settled
+from ddpdoctor.lint.defaults import _assigned, _compare_constant, _declared_field, config_read, config_settles, constructed_truth, settled
 from ddpdoctor.lint.fact_builder import (_cond_false, _cond_true, _fn_loops, _loops, _single_process, _truth_by_constants,
                                           argument_at, given_constants, loc)
 from ddpdoctor.lint.nodes import children, walk
@@ -347,17 +347,8 @@ class AccumulationFacts:
             return False
         if default is not None and not is_const(default, 1):
             return False
-        if config_settles(value, self.program) == {1}:
-            return True
-        root = value  # `train_cfg["x"]` of `train_cfg = cfg["training"]`: read from the file's root
-        while root.__class__ in (ast.Subscript, ast.Attribute):
-            root = root.value
-        if root.__class__ is not ast.Name:
-            return False
-        bound = self.program.values_of(root, fn, 1)
-        if len(bound) != 1 or bound[0][0].__class__ not in (ast.Subscript, ast.Attribute):
-            return False
-        return config_settles(_rebased(value, bound[0][0]), self.program) == {1}
+        # (`train_cfg["x"]` of `train_cfg = cfg["training"]`: read from the file's root)
+        return config_read(value, self.program, fn) == {1}
 
     def _counter_at_one(self, node: ast.If, body: list, fn: Function) -> bool:
         """`if num_iter == config.step_per_update: num_iter = 0; opt.step()`, the counter raised by
@@ -1968,13 +1959,3 @@ def _value(node: ast.AST, values: dict):
             return None
         return all(parts) if isinstance(node.op, ast.And) else any(parts)
     return None
-
-
-def _rebased(chain: ast.AST, root: ast.AST) -> ast.AST:
-    """A copy of an attribute / key chain read from `root` instead of its own first name (the
-    tree itself is left as it is)."""
-    if chain.__class__ is ast.Attribute:
-        return ast.Attribute(value=_rebased(chain.value, root), attr=chain.attr, ctx=ast.Load())
-    if chain.__class__ is ast.Subscript:
-        return ast.Subscript(value=_rebased(chain.value, root), slice=chain.slice, ctx=ast.Load())
-    return root

@@ -14,7 +14,7 @@ from typing import Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint.patterns import (averages_gradients, backward_loss, bypassed_on_a_side, bypassed_wrapper,
-                                     handed_unwrapped, text)
+                                     dotted, handed_unwrapped, text)
 from ddpdoctor.lint.rank_state import module_method
 
 
@@ -37,11 +37,15 @@ class BypassedBackward:
 
 def gather(builder) -> list[BypassedBackward]:
     program = builder.program
-    reached = [f for f in program.reachable if not module_method(program, f)]
-    if any(averages_gradients(call) for fn in reached for call in fn.own_calls):
+    reached = list(program.reachable)
+    if any(averages_gradients(call) for fn in reached if not module_method(program, fn) for call in fn.own_calls):
         return []  # (some step averages the gradients itself: a forward round the wrapper may be the design)
     found, told = [], set()
     for fn in reached:
+        # (a torch Module's own method fits the module itself - not through a wrapper - unless
+        # the object keeps the DDP model in a field: a `Train(nn.Module)` whose `self.model` is
+        # the wrapper, its `forward` running `self.model.module.get_loss(x)`)
+        fitted = module_method(program, fn)
         for call in fn.own_calls:
             loss = backward_loss(call)
             if loss is None:
@@ -54,6 +58,8 @@ def gather(builder) -> list[BypassedBackward]:
                     continue
                 *hit, test, side = hit
             forward, where, ddp, ddp_fn = hit
+            if fitted and not (where is fn and (dotted(forward.func) or "").startswith("self.")):
+                continue
             key = (where.file.display, forward.lineno)
             if key in told:
                 continue  # (`scaler.scale(loss).backward()` and `loss.backward()` of one forward)

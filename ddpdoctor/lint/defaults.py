@@ -706,6 +706,36 @@ def config_settles(node: ast.AST, program: Program) -> Optional[set]:
     return set(found)
 
 
+def config_read(value: ast.AST, program: Program, fn) -> Optional[set]:
+    """config_settles of a config read in fn, also one read off a name fn binds once to a
+    section of the config (`data_config = config["data"]`, then `data_config["shuffle"]`: read as
+    `config["data"]["shuffle"]`). None where not settled."""
+    if value.__class__ not in (ast.Subscript, ast.Attribute):
+        return None
+    found = config_settles(value, program)
+    if found is not None:
+        return found
+    root = value
+    while root.__class__ in (ast.Subscript, ast.Attribute):
+        root = root.value
+    if root.__class__ is not ast.Name:
+        return None
+    bound = program.values_of(root, fn, 1)
+    if len(bound) != 1 or bound[0][0].__class__ not in (ast.Subscript, ast.Attribute):
+        return None
+    return config_settles(_rebased(value, bound[0][0]), program)
+
+
+def _rebased(chain: ast.AST, root: ast.AST) -> ast.AST:
+    """A copy of an attribute / key chain read from `root` instead of its own first name (the
+    tree itself is left as it is)."""
+    if chain.__class__ is ast.Attribute:
+        return ast.Attribute(value=_rebased(chain.value, root), attr=chain.attr, ctx=ast.Load())
+    if chain.__class__ is ast.Subscript:
+        return ast.Subscript(value=_rebased(chain.value, root), slice=chain.slice, ctx=ast.Load())
+    return root
+
+
 def _one_field(node: ast.AST, program: Program) -> Optional[tuple]:
     """("trainer",) of `config.trainer` where no option is declared by that name and no code
     the lint reads assigns a field of it: a key of a config loaded from a file."""

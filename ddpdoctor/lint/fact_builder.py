@@ -12,7 +12,7 @@ from typing import Iterator, Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import reaching
-from ddpdoctor.lint.defaults import DIST_SWITCH, declared_off, off_at_launch, option_value, runs_once_at_launch, three_valued
+from ddpdoctor.lint.defaults import DIST_SWITCH, config_read, declared_off, off_at_launch, option_value, runs_once_at_launch, three_valued
 from ddpdoctor.lint.nodes import blocks_around, parse_test as _test_of, walk
 from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_BUILT, DDP_FORWARD, SETUP_CALLS, fresh_model, fsdp_builder, plain_module, prepared_ddp, holds_no_ddp, dotted, grad_off_by, grad_switch, is_const, keyword, last_name,
                                      ddp_model, tests_around, text, through_grad_off, unwrapped_from)
@@ -2003,6 +2003,10 @@ def given_constants(callers: dict, fn: Function, param: str, depth: int = 3, tak
             found.add(held)
         elif program is not None and (held := program.ranks.module_constants(value, caller)) is not None:
             found |= held  # (`Loader(ds, distributed=ptu.distributed)`: the module global's constants)
+        elif program is not None and (held := config_read(value, program, caller)) is not None:
+            # (`make_sampler(ds, shuffle=data_cfg["shuffle"])` with `shuffle: False` in every
+            # config beside the script: what a launch with any of them hands in)
+            found |= held
         else:
             return None
     return found

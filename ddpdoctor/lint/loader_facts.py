@@ -2480,7 +2480,7 @@ class LoaderFacts:
                 # `shuffle=shuffle` of a builder that makes the sampler only under `if parallel:`:
                 # what the calls that take that side hand it (diffae's evaluation loaders)
                 given = given_constants(self.callers(), fn, shuffle.id,
-                                        taken=fn.__dict__.get("_call_conds", {}).get(id(call), ()))
+                                        taken=fn.__dict__.get("_call_conds", {}).get(id(call), ()), program=program)
                 shuffle = ast.Constant(False) if given and not any(given) else shuffle
             name = self.bound_name(fn, call) or self._bound_by_conditional(fn, call) or _dict_held(fn, call)
             loader_name, loader_at, fed = "", None, ""
@@ -3377,7 +3377,9 @@ class LoaderFacts:
                 if inner.func.__class__ is not ast.Name:
                     continue
                 target = program._callee_symbol(inner.func, init)
-                if target.__class__ is Klass and target is not klass:
+                # (not a transform it builds, whose constructor shuffles the order of its own
+                # steps, `random.shuffle(transforms)`: that picks no items)
+                if target.__class__ is Klass and target is not klass and not _a_transform(program, target):
                     draw = self._constructor_draw(target, inner, init, depth - 1)
                     if draw:
                         return draw
@@ -4928,3 +4930,12 @@ def _dict_held(fn: Function, call: ast.Call) -> str:
                 len(node.targets) == 1 and node.targets[0].__class__ is ast.Name:
             return node.targets[0].id
     return ""
+
+
+def _a_transform(program, klass: Klass) -> bool:
+    """A class whose instances are applied to items (`__call__`, its own or a local base's) and
+    hold none (no `__getitem__` / `__iter__` / `__len__`, no library dataset base)."""
+    chain = [klass, *program.bases(klass)]
+    return any("__call__" in k.methods for k in chain) and \
+        not any(name in k.methods for k in chain for name in ("__getitem__", "__iter__", "__len__")) and \
+        not any(base.rsplit(".", 1)[-1].endswith("Dataset") for k in chain for base in k.bases)

@@ -827,7 +827,23 @@ def loss_round_the_wrapper(program: Program, node: ast.AST, fn: Function) -> boo
     nothing. A value whose source is not seen proves nothing."""
     # (a sum's starting `loss = 0.0` carries no graph: the terms added to it decide)
     values = [v for v in _loss_values(program, node, fn) if v.__class__ is not ast.Constant]
+    # (`if cfg.multi_gpu: loss = self.model.module.get_loss(x) else: loss = self.model.get_loss(x)`:
+    # the `else:` is the one-process run's, with no wrapper to go round)
+    values = [v for v in values if not _one_process_side(program, v, fn)] or values
     return bool(values) and all(_computed_round_the_wrapper(program, value, fn) for value in values)
+
+
+def _one_process_side(program: Program, node: ast.AST, fn: Function) -> bool:
+    """node sits on the side of an `if` in fn that only a one-process run takes: the `else:` of
+    the distributed run's own test, or the body of its negation."""
+    if fn.node is None or isinstance(fn.node, ast.Module):
+        return False
+    for _, _, owner, field in reaching._path_to(fn.node, node) or ():
+        if owner.__class__ is ast.If and (
+                (field == "orelse" and program.ranks.distributed_run(owner.test, fn)) or
+                (field == "body" and program.ranks.one_process_run(owner.test, fn))):
+            return True
+    return False
 
 
 def _loss_values(program: Program, node: ast.AST, fn: Function) -> list[ast.AST]:

@@ -248,7 +248,7 @@ def _seeding_calls(builder: Builder, own_init: bool = False) -> list[tuple[Funct
             # ranks keep the seeds torch drew for their processes, apart from rank 0's
             verdict = _PER_RANK
         if reach is not None and fn not in reach and not _on_import(fn, call, program) and \
-                not _seeds_direct_path(builder, fn, call, spawned, 3):
+                not _called_on_import(builder, fn) and not _seeds_direct_path(builder, fn, call, spawned, 3):
             # the launcher's own seeding: the spawned ranks start from their own (on its direct
             # path, counted only where the launcher seeds whatever the options)
             continue
@@ -613,6 +613,16 @@ def _on_import(fn: Function, call: ast.Call, program) -> bool:
         return False
     conds = fn.__dict__.get("_call_conds", {}).get(id(call), ())
     return not any(_main_test(program, cond, fn) for cond, _ in conds)
+
+
+def _called_on_import(builder: Builder, fn: Function) -> bool:
+    """fn is called at a module's top level outside its `__main__` block (`seed_all(cfg.seed)`
+    under the script's imports): a spawned rank imports the script and runs it too. Not a
+    function that spawns the ranks itself: that is the launcher, whatever calls it."""
+    if any(last_name(call.func) in ("spawn", "start_processes") for call in fn.own_calls):
+        return False
+    return any(event.kind == "call" and _on_import(caller, event.node, builder.program)
+               for caller, event in builder.callers().get(fn, []))
 
 
 def _workers(program, workers: ast.AST, fn: Function, defaults: dict) -> Optional[str]:
@@ -1719,6 +1729,11 @@ def _random_in_values(program, node: ast.AST, fn: Function, depth: int, shown: l
             # (VideoGPT): each class the name may hold
             picks = [(branch, where) for held, where in program.values_of(value.func, scope, 1)
                      for branch in ((held.body, held.orelse) if isinstance(held, ast.IfExp) else (held,))]
+            # (`dataset_class = Kmeans` in the caller, handed on as `ds_type`, then `ds_type(path=p)`:
+            # the class the caller's name holds)
+            picks += [(held, at) for branch, where in picks if branch.__class__ is ast.Name
+                      and program.callee(branch, where) is None
+                      for held, at in program.values_of(branch, where, 1) if held is not branch]
             classes = [k for branch, where in picks if isinstance(branch, (ast.Name, ast.Attribute))
                        for k in [program.callee(branch, where)] if program.is_class(k)]
             # `Data = data_dict[args.data]`, then `Data(...)`: the registry's classes, the one

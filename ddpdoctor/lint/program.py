@@ -37,7 +37,7 @@ from ddpdoctor.lint.options import config_file_options, declared_options, option
 from ddpdoctor.lint.patterns import SELF_RETURNING, _dict_call_literal, dotted, last_name, name_pattern
 from ddpdoctor.lint.ranks import RankFlow
 from ddpdoctor.lint.receivers import library_made, sole_holder
-from ddpdoctor.lint.sources import SourceFile, configured_key, dynamic_spec, fits, loads_own_package, read
+from ddpdoctor.lint.sources import IMPORTERS, SourceFile, configured_key, dynamic_spec, fits, loads_own_package, read
 from ddpdoctor.lint.walker import Event, Guard, Walker
 
 # The dest of a `--local_rank` / `--local-rank` option (what torch.distributed.launch passes)
@@ -544,6 +544,13 @@ class Program:
                 # (a function the config names is called by name as well: SDF-Diffusion's
                 # `target: src.datasets.dataset32.build_dataloaders`, handed the config's params)
                 queue.append(klass)
+        # and the classes the script imports only for its configs to name them (DB's `from
+        # data.data_loader import DataLoader`, read nowhere, and `class: DataLoader` in the YAML
+        # a by-name factory builds from)
+        for klass in self._imported_for_configs():
+            if klass not in live:
+                live.add(klass)
+                queue.extend(self._live_methods(klass))
         entry = _console_entry(self.modules[0]) if self.modules else None
         # the functions that run with no caller in the source: a console script's `main`, a
         # sacred `@ex.automain`
@@ -618,6 +625,27 @@ class Program:
                 if klass not in live:
                     live.add(klass)
                     queue.extend(self._live_methods(klass))
+
+    def _imported_for_configs(self) -> list[Klass]:
+        """The local classes the entry script imports by name and reads nowhere else, which a
+        YAML config beside it gives as a value (`class: DataLoader`), where some file loads
+        modules by name (sources.IMPORTERS): a factory builds them by the configured name."""
+        if not self.modules or not self.sources or not self.sources[0].tree or not any(
+                word in (f.text if f.text is not None else "\n".join(f.lines)) for f in self.files for word in IMPORTERS):
+            return []
+        module = self.modules[0]
+        read = {n.id for n in walk(module.file.tree) if n.__class__ is ast.Name}
+        candidates = {}
+        for alias in module.imports:
+            if alias in read:
+                continue
+            klass = self.full_symbol(module.imports[alias])
+            if klass.__class__ is Klass:
+                candidates[alias] = klass
+        if not candidates:
+            return []
+        named = named_values(self.sources[0].path, set(candidates), self.sources[0].hydra_configs)
+        return [candidates[alias] for alias in sorted(named)]
 
     def _live_methods(self, klass: Klass) -> list[Function]:
         """The methods an instance of klass has: its own, and its bases' that it does not replace

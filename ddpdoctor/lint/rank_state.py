@@ -1667,82 +1667,88 @@ def _rank_exits(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
             if later is not None:
                 found.append(later)
                 continue
+        leaves = [leave]
         if other is None and leave[0] is not None:
             # `if rank == 0: if loss > 1e6: break ... if stale == patience: break` (LSTF): of
             # rank 0's exits, the early stop counted to its bound is the one the run is written
             # to take (the other rests on what the loss does): said as the reason
             loop = item.loops[-1]
-            leave = next((c for c in _breaks_in(stmt.body, None, leaving) if c[0] is not None
-                          and _counted_stop(builder.program, c[0].test, fn, loop)), leave)
-        around = leave[0]
-        if around is not None and other is None and isinstance(stmt.test, ast.BoolOp) and \
-                isinstance(stmt.test.op, ast.Or) and any(
-                    text(part) == text(around.test) and builder.program.ranks.guard(part, fn) is None
-                    for part in stmt.test.values):
-            # `if (rank == 0 and step % k == 0) or step >= last:` ... `if step >= last: break`:
-            # where the exit's own test holds, so does the outer one's other side, on every rank
-            continue
-        if around is not None and _single_part(builder, around.test):
-            continue  # `if RANK in {-1, 0}:` ... `if RANK == -1 and stopper(fitness): break`
-        if around is not None and builder._dead_side(fn, side_conds(
-                around.test, any(n is leave[1] for part in around.body for n in walk(part)))):
-            continue  # `if self.accelerator: set_trigger() else: break` with an Accelerator built in
-        if around is not None and _never_counted_past(builder.program, around, leave[1], fn):
-            continue  # `epoch_not_improving = 0`, never stepped, then `if epoch_not_improving > 100: break`
-        loop = item.loops[-1]
-        top = next(s for s in loop.body if s is stmt or any(n is stmt for n in walk(s)))
-        after = loop.body[loop.body.index(top) + 1:]
-        if around is not None and _left_already(loop.body[:loop.body.index(top)], around.test):
-            continue  # `if step > n or args.dry_run: break` earlier in the pass: never true here
-        # what every rank does in the loop besides this branch: the ones that stay run it alone
-        # (after a `continue`, only the rest of the pass: FullSubNet's validation-only debug run
-        # on rank 0 skips the training epoch the others run)
-        skipping = isinstance(leave[1], ast.Continue)
-        shared_out = skipping and test.polarity == "other"
-        rest = after if skipping else [s for s in loop.body if s is not stmt and not any(n is stmt for n in walk(s))]
-        if shared_out:
-            # `if i % world != rank: continue` (nanoGPT's HellaSwag): each rank skips the others'
-            # share, fine for the work after the loop; a collective inside the pass runs once per
-            # item a rank keeps, and the ranks keep different counts unless the items divide evenly
-            work = next((op for op in _collectives_in(builder, fn, rest)), "")
-        else:
-            work = _work(builder, fn, rest, ddp) or (_backward_in(builder, fn, rest, 2) if ddp else "")
-        if not work:
-            continue
-        where = around if around is not None else stmt
-        notes = [test.assumption] if test.assumption and not _counted_to_its_bound(builder, fn, loop, stmt.test) else []
-        if shared_out:
-            notes.append(f"the passes of `{text(loop.iter, 50) if isinstance(loop, ast.For) else 'the loop'}` "
-                         "do not divide evenly among the ranks")
-        if "new_group" in work and not skipping:
-            # `for ranks in groups: g = new_group(ranks); if rank in ranks: mine = g; break`:
-            # the ranks of an early group stop creating the later ones, which torch documents
-            # every process must create, in the same order. Since torch 2.1 new_group waits for
-            # no other rank (unless TORCH_DIST_INIT_BARRIER=1), so this parts later, not here.
-            notes.append("a group created later (or TORCH_DIST_INIT_BARRIER=1) needs every process in "
-                         "dist.new_group(), as torch documents")
-        if around is not None and not _counted_stop(builder.program, around.test, fn, loop):
-            notes.append(_side_said(around, leave[1]))
-        # `if args.early_stopping: stopper(loss); if stopper.early_stop: break` with the option a
-        # store_true: the exit is on a run the user asks for by name (spkver's trainer)
-        switch = next((t for t in _tests_on_the_way(stmt, leave[1])
-                       if declared_off(text(t), builder.program)), None)
-        if switch is None and around is not None:
-            # `if args.stop_early: consec += 1 (or = 0)` ... `if consec == patience: break`: the
-            # count the exit tests moves only on such a run (FSCT's trainer)
-            switch = _counted_under_switch(builder, loop, around.test)
-        if switch is not None:
-            notes.append(f"`{text(switch)}` is set")
-        if not skipping and not (_work(builder, fn, after, ddp) or (_backward_in(builder, fn, after, 2) if ddp else "")) \
-                and _few_passes(builder, fn, loop):
-            # All the work the others stay for comes before the exit: they wait only in a next
-            # pass, and a loop over a few configured items (SSD's test sets) often has one.
-            notes.append(f"the loop over `{text(loop.iter, 50)}` runs more than once")
-        found.append(RankLocalDecision(
-            Location(fn.file.display, where.lineno), text(where.test),
-            {ast.Return: "return", ast.Continue: "continue", ast.Expr: "exit"}.get(type(leave[1]), "break"),
-            test.text, "rank_exit", work,
-            guard=test.text, assumption=", and ".join(notes), open_test=bool(test.open) or around is not None))
+            inner = [c for c in _breaks_in(stmt.body, None, leaving) if c[0] is not None]
+            leave = next((c for c in inner if _counted_stop(builder.program, c[0].test, fn, loop)), leave)
+            # (and each other exit rank 0 decides on a test of its own - a wall-clock limit beside
+            # the early stop - is a decision of its own, told apart)
+            leaves = [leave, *(c for c in inner if c[0] is not leave[0] and not any(
+                c[0] is o[0] for o in inner[:inner.index(c)]))]
+        for leave in leaves:
+            around = leave[0]
+            if around is not None and other is None and isinstance(stmt.test, ast.BoolOp) and \
+                    isinstance(stmt.test.op, ast.Or) and any(
+                        text(part) == text(around.test) and builder.program.ranks.guard(part, fn) is None
+                        for part in stmt.test.values):
+                # `if (rank == 0 and step % k == 0) or step >= last:` ... `if step >= last: break`:
+                # where the exit's own test holds, so does the outer one's other side, on every rank
+                continue
+            if around is not None and _single_part(builder, around.test):
+                continue  # `if RANK in {-1, 0}:` ... `if RANK == -1 and stopper(fitness): break`
+            if around is not None and builder._dead_side(fn, side_conds(
+                    around.test, any(n is leave[1] for part in around.body for n in walk(part)))):
+                continue  # `if self.accelerator: set_trigger() else: break` with an Accelerator built in
+            if around is not None and _never_counted_past(builder.program, around, leave[1], fn):
+                continue  # `epoch_not_improving = 0`, never stepped, then `if epoch_not_improving > 100: break`
+            loop = item.loops[-1]
+            top = next(s for s in loop.body if s is stmt or any(n is stmt for n in walk(s)))
+            after = loop.body[loop.body.index(top) + 1:]
+            if around is not None and _left_already(loop.body[:loop.body.index(top)], around.test):
+                continue  # `if step > n or args.dry_run: break` earlier in the pass: never true here
+            # what every rank does in the loop besides this branch: the ones that stay run it alone
+            # (after a `continue`, only the rest of the pass: FullSubNet's validation-only debug run
+            # on rank 0 skips the training epoch the others run)
+            skipping = isinstance(leave[1], ast.Continue)
+            shared_out = skipping and test.polarity == "other"
+            rest = after if skipping else [s for s in loop.body if s is not stmt and not any(n is stmt for n in walk(s))]
+            if shared_out:
+                # `if i % world != rank: continue` (nanoGPT's HellaSwag): each rank skips the others'
+                # share, fine for the work after the loop; a collective inside the pass runs once per
+                # item a rank keeps, and the ranks keep different counts unless the items divide evenly
+                work = next((op for op in _collectives_in(builder, fn, rest)), "")
+            else:
+                work = _work(builder, fn, rest, ddp) or (_backward_in(builder, fn, rest, 2) if ddp else "")
+            if not work:
+                continue
+            where = around if around is not None else stmt
+            notes = [test.assumption] if test.assumption and not _counted_to_its_bound(builder, fn, loop, stmt.test) else []
+            if shared_out:
+                notes.append(f"the passes of `{text(loop.iter, 50) if isinstance(loop, ast.For) else 'the loop'}` "
+                             "do not divide evenly among the ranks")
+            if "new_group" in work and not skipping:
+                # `for ranks in groups: g = new_group(ranks); if rank in ranks: mine = g; break`:
+                # the ranks of an early group stop creating the later ones, which torch documents
+                # every process must create, in the same order. Since torch 2.1 new_group waits for
+                # no other rank (unless TORCH_DIST_INIT_BARRIER=1), so this parts later, not here.
+                notes.append("a group created later (or TORCH_DIST_INIT_BARRIER=1) needs every process in "
+                             "dist.new_group(), as torch documents")
+            if around is not None and not _counted_stop(builder.program, around.test, fn, loop):
+                notes.append(_side_said(around, leave[1]))
+            # `if args.early_stopping: stopper(loss); if stopper.early_stop: break` with the option a
+            # store_true: the exit is on a run the user asks for by name (spkver's trainer)
+            switch = next((t for t in _tests_on_the_way(stmt, leave[1])
+                           if declared_off(text(t), builder.program)), None)
+            if switch is None and around is not None:
+                # `if args.stop_early: consec += 1 (or = 0)` ... `if consec == patience: break`: the
+                # count the exit tests moves only on such a run (FSCT's trainer)
+                switch = _counted_under_switch(builder, loop, around.test)
+            if switch is not None:
+                notes.append(f"`{text(switch)}` is set")
+            if not skipping and not (_work(builder, fn, after, ddp) or (_backward_in(builder, fn, after, 2) if ddp else "")) \
+                    and _few_passes(builder, fn, loop):
+                # All the work the others stay for comes before the exit: they wait only in a next
+                # pass, and a loop over a few configured items (SSD's test sets) often has one.
+                notes.append(f"the loop over `{text(loop.iter, 50)}` runs more than once")
+            found.append(RankLocalDecision(
+                Location(fn.file.display, where.lineno), text(where.test),
+                {ast.Return: "return", ast.Continue: "continue", ast.Expr: "exit"}.get(type(leave[1]), "break"),
+                test.text, "rank_exit", work,
+                guard=test.text, assumption=", and ".join(notes), open_test=bool(test.open) or around is not None))
     return found
 
 

@@ -49,7 +49,12 @@ def _reaching_values(root: ast.AST, index: "_Index", name: str, node: ast.AST, u
     path = _path_to(root, node)
     if path is None:
         return None
-    holds = [(index.dump(owner.test), field == "body") for _, _, owner, field in path if isinstance(owner, ast.If)]
+    holds = [held for _, _, owner, field in path if isinstance(owner, ast.If)
+             for held in _sides(owner.test, field == "body", index)]
+    # `model(x) if not distributed else model.module(x)`: the side of a conditional expression
+    # holds its test as an `if`'s block does (the statement itself binds nothing before node)
+    holds += [held for test, side in _expression_sides(index, index.holder[id(node)], node)
+              for held in _sides(test, side, index)]
     values: list[ast.AST] = []
     for block, at, owner, _ in reversed(path):
         left = _leaving(block[:at], name, holds, unpacked, index, run)
@@ -150,6 +155,7 @@ class _Index:
         self.bound: dict[int, frozenset] = {}  # id(stmt) -> names bound anywhere under it
         self._dumps: dict[int, str] = {}  # id(test) -> ast.dump(test): each test compared many times
         self.answers: dict[tuple, Optional[list]] = {}  # reaching_values, per (name, use, ...)
+        self.ifexps: dict[int, list] = {}  # id(stmt) -> the conditional expressions of its own
         self._blocks(root, None, None)
 
     def dump(self, node: ast.AST) -> str:
@@ -288,6 +294,34 @@ def _binds_name(n: ast.AST) -> tuple:
     if kind is ast.Import or kind is ast.ImportFrom:
         return tuple(a.asname or a.name.partition(".")[0] for a in n.names)
     return ()
+
+
+def _sides(test: ast.AST, side: bool, index: _Index) -> list[tuple[str, bool]]:
+    """What a test on one side says: (its dump, side), and for `not x` also (x's dump, the
+    other side): `if is_distributed:` binds what `if not is_distributed: ... else:` reads."""
+    said = [(index.dump(test), side)]
+    if test.__class__ is ast.UnaryOp and test.op.__class__ is ast.Not:
+        said.append((index.dump(test.operand), not side))
+    return said
+
+
+def _expression_sides(index: _Index, stmt: ast.stmt, node: ast.AST) -> list[tuple[ast.AST, bool]]:
+    """(test, side) of each conditional expression of stmt's own (not its blocks') that holds
+    node in its body (True) or orelse (False)."""
+    ifexps = index.ifexps.get(id(stmt))
+    if ifexps is None:
+        # (the statement's own expressions: a compound statement's blocks hold statements of their own)
+        own = [stmt] if not hasattr(stmt, "body") else \
+            [getattr(stmt, f) for f in ("test", "iter", "target", "items", "subject") if getattr(stmt, f, None)]
+        flat = [p for part in own for p in (part if isinstance(part, list) else [part])]
+        ifexps = index.ifexps[id(stmt)] = [n for part in flat for n in walk(part) if n.__class__ is ast.IfExp]
+    found = []
+    for ifexp in ifexps:
+        if ifexp is not node:
+            for side, part in ((True, ifexp.body), (False, ifexp.orelse)):
+                if part is node or any(n is node for n in walk(part)):
+                    found.append((ifexp.test, side))
+    return found
 
 
 def _holds(test: ast.AST, holds: list, side: bool, index: Optional[_Index] = None) -> bool:
