@@ -41,9 +41,16 @@ def forward_round_the_wrapper(facts: LintFacts) -> list[Problem] | Skipped:
         set-up helper that wraps its parameter, `model = DistributedDataParallel(model)`, and
         then drops the wrapper - never read, returned or stored again - leaves the object that
         handed it its field, `self.parser`, training the plain module: its forward goes round
-        the wrapper. A loss method of the module inside fed the wrapper's own outputs in the
+        the wrapper; so does a `DistributedDataParallel(model, ...)` made as a statement of its
+        own in the helper that builds the field (`self.model, self.tok = self._init_model()`
+        returning the plain `model`): made and thrown away, nothing keeps it. A field set beside
+        the one wrapped in place (`self.ac = ac.to(d)` and `self._ac = ac`, then `self.ac =
+        DDP(self.ac)`) holds the module inside, and a call of a submodule of it
+        (`self._ac.actor.log_prob(x)`) runs round the wrapper too. A loss method of the module inside fed the wrapper's own outputs in the
         same step, `codes = self.model_ddp(x)` then `self.model.objective(codes)` (also through
-        a helper's parameters), is no bypass: the forward prepared the reducer);
+        a helper's parameters), is no bypass: the forward prepared the reducer - not a DDP
+        forward run with gradients off, `with torch.no_grad(): out = self.world_model(x)` whose
+        features the actor-critic's plain module then reads: no backward runs through it);
         Accelerate's `prepare()` builds one in a run of several processes, so a prepared model
         read off its wrapper (`if isinstance(model, DistributedDataParallel): model =
         model.module` right after prepare) and trained through that name is reported too. An
@@ -84,7 +91,10 @@ def forward_round_the_wrapper(facts: LintFacts) -> list[Problem] | Skipped:
     """
     # (Accelerate's prepare() builds the DistributedDataParallel in a run of several processes:
     # a forward round what it handed back is judged as one round DDP(...)'s)
-    if not facts.ddp_model and not (facts.framework == "accelerate" and facts.bypassed):
+    # (and a DDP(...) made as a statement of its own, thrown away at once: no DDP model, but the
+    # loop that trains what it was handed trains it plain)
+    if not facts.ddp_model and not ((facts.framework == "accelerate" or any(f.discarded for f in facts.bypassed))
+                                    and facts.bypassed):
         return Skipped("no DistributedDataParallel model is built")
     # (the wrapper as the user wrote it: Accelerate's prepare() where no DDP(...) is in sight)
     wrapper = "DDP(...)" if facts.ddp_model else "DistributedDataParallel that accelerator.prepare()"
@@ -97,6 +107,8 @@ def forward_round_the_wrapper(facts: LintFacts) -> list[Problem] | Skipped:
         # (an object handed the module before the wrapper was built: the fix is where it is built)
         inside = f"the plain module the object was handed at {found.handed_at}, before the {wrapper}{built} at " \
             f"{found.wrapper_at} wrapped it (the wrapper never reaches the object):" if found.handed_at else \
+            f"the module handed to the DDP(...) at {found.wrapper_at}, whose wrapper is a statement of its own, " \
+            "made and thrown away (nothing keeps it):" if found.discarded else \
             f"the module inside the {wrapper}{built} at {found.wrapper_at} instead of the wrapper:"
         problems.append(Problem(
             severity=Severity.WARNING if found.test else None,
@@ -105,6 +117,8 @@ def forward_round_the_wrapper(facts: LintFacts) -> list[Problem] | Skipped:
                      "all-reduces no gradient and each rank steps on its own"),
             hint=("wrap the model in DDP before handing it to the object (or hand the object the wrapper "
                   "once it is built)") if found.handed_at else
+                 ("keep the wrapper - `model = DistributedDataParallel(model, ...)` - and train through it")
+            if found.discarded else
                  ("call the wrapper itself (model(x)) in the training step; keep .module for saving and "
                   "evaluation, or all-reduce the gradients yourself after the backward"),
             location=found.location,

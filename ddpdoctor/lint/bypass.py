@@ -9,6 +9,7 @@ patterns.bypassed_wrapper's (the one home of "round the wrapper")."""
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 from typing import Optional
 
@@ -33,6 +34,8 @@ class BypassedBackward:
     # the construction that handed the object the plain module before the wrapper was built
     # (`learn = Learner(mdl=mdl)`, then `mdl = DDP(mdl)`): the wrapper never reaches the forward
     handed_at: Optional[Location] = None
+    # the DDP(...) is a statement of its own: made and thrown away, nothing holds the wrapper
+    discarded: bool = False
 
 
 def gather(builder) -> list[BypassedBackward]:
@@ -68,6 +71,7 @@ def gather(builder) -> list[BypassedBackward]:
             found.append(BypassedBackward(
                 Location(fn.file.display, call.lineno), text(forward, 80),
                 Location(where.file.display, forward.lineno), Location(ddp_fn.file.display, ddp.lineno),
-                test, side, Location(handed[3].file.display, handed[2].lineno) if handed else None))
+                test, side, Location(handed[3].file.display, handed[2].lineno) if handed else None,
+                any(node.__class__ is ast.Expr and node.value is ddp for node in ddp_fn.own)))
     return found
 

@@ -192,7 +192,7 @@ def _aliased_setup(program: Program, call: ast.Call, fn) -> bool:
 def build(program: Program, script: str) -> LintFacts:
     """All the facts of one program."""
     builder = FactBuilder(program)
-    distributed, how, framework, ddp = None, "", None, False
+    distributed, how, framework, ddp, thrown = None, "", None, False, False
     off: set[int] = set()  # set-up calls no way in switches on
     ones: list[Location] = []  # set-ups of a group of one process (world size 1)
     # `class Lite(LightningLite): def run(self): ...` then `Lite(strategy="ddp").run()`: the
@@ -218,6 +218,8 @@ def build(program: Program, script: str) -> LintFacts:
         if program.ddp_call(call, fn) and not _discarded(fn, call) and not _dropped_by_callers(builder, fn, call) \
                 and not _never_called(builder, fn):
             ddp = True
+        elif program.ddp_call(call, fn) and _discarded(fn, call) and not _never_called(builder, fn):
+            thrown = True  # (no DDP model: but a loop training what it was handed trains it plain, DDP810)
         if program.uses("accelerate") and (name == "Accelerator" or name[:1].isupper() and any(
                 c.startswith("accelerate.") and c.endswith(".Accelerator") for c in program.library_classes(call, fn))):
             framework = "accelerate"  # also a local subclass, or the class imported under another name
@@ -296,7 +298,7 @@ def build(program: Program, script: str) -> LintFacts:
         # (an FSDP model's forward all-gathers: a rank that skips it strands the others too)
         rank_local=_rank_local(builder, ddp or builder.builds_fsdp() or framework is not None, loaders),
         trainer_shards=trainer_data.gather(builder) if framework is not None else [],
-        bypassed=bypass.gather(builder) if ddp or framework == "accelerate" else [],
+        bypassed=bypass.gather(builder) if ddp or thrown or framework == "accelerate" else [],
         unreached_setup=_unreached_setup(program, off) if distributed is None and framework is None else None,
         subgroups=any(_splits_the_world(c) for f in program.reachable for c in f.own_calls),
         # (a loader the script builds and hands on, no loop of its own training on it, leaves the

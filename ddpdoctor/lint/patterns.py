@@ -864,9 +864,12 @@ def _loss_values(program: Program, node: ast.AST, fn: Function) -> list[ast.AST]
 def _computed_round_the_wrapper(program: Program, value: ast.AST, fn: Function, helpers: int = 1) -> bool:
     # (the bindings that reach the value where the walk can tell: two stages' losses in one loop)
     calls = _loss_calls(program, value, fn, True) or _loss_calls(program, value, fn)
-    return next(_round_among(program, calls, fn, helpers), None) is not None and \
-        not any(ddp_model(program, c, fn) is not None or _wrapper_forward(program, c, fn)
-                or _hands_the_wrapper(program, c, fn, helpers) for c in calls)
+    if next(_round_among(program, calls, fn, helpers), None) is None:
+        return False
+    # (a DDP forward with gradients off - the world model's under `torch.no_grad()`, whose
+    # features the actor reads - carries no graph: the backward runs through no wrapper there)
+    return not any((ddp_model(program, c, fn) is not None and not grad_off(program, c, fn))
+                   or _wrapper_forward(program, c, fn) or _hands_the_wrapper(program, c, fn, helpers) for c in calls)
 
 
 def _wrapper_forward(program: Program, call: ast.Call, fn: Function) -> bool:
@@ -1052,7 +1055,8 @@ def bypassed_wrapper(program: Program, loss: ast.AST, fn: Function):
         along = list(_round_among(program, _loss_calls(program, value, fn, True), fn, 1))
         for call, scope in along or _round_among(program, _loss_calls(program, value, fn), fn, 1):
             wrapper = _wrapper_of(program, call, scope)
-            if wrapper is not None and not grad_off(program, call, scope) and not _fed_by_the_wrapper(program, call, scope):
+            if wrapper is not None and not grad_off(program, call, scope) and \
+                    not _fed_by_the_wrapper(program, call, scope):
                 return call, scope, *wrapper
     return None
 
@@ -1062,7 +1066,9 @@ def _fed_by_the_wrapper(program: Program, call: ast.Call, fn: Function, depth: i
     same step: `img_hash, txt_hash = self.model_ddp(image, text)`, then `self.model.object_function(
     img_hash=img_hash, ...)` (a loss method of the module inside, handed the wrapper's outputs
     directly or through a helper's parameters, depth callers up). The forward prepared the
-    reducer, and the backward runs through it."""
+    reducer, and the backward runs through it - not a forward with gradients off (the world
+    model's under `torch.no_grad()`, whose features the actor-critic's plain module reads): no
+    backward runs through that."""
     args = [*call.args, *(k.value for k in call.keywords)]
     return any(_from_ddp_forward(program, arg, fn, depth) for arg in args)
 
@@ -1084,12 +1090,14 @@ def _from_ddp_forward(program: Program, expr: ast.AST, fn: Function, depth: int)
         if held:
             for value in held:
                 sides = (value.body, value.orelse) if value.__class__ is ast.IfExp else (value,)
-                if any(side.__class__ is ast.Call and ddp_model(program, side, fn) is not None for side in sides):
+                if any(side.__class__ is ast.Call and ddp_model(program, side, fn) is not None
+                       and not grad_off(program, side, fn) for side in sides):
                     return True
                 if depth > 0 and _from_ddp_forward(program, value, fn, depth - 1):
                     return True  # (`h = out[:, :n].clone()`, a piece of the wrapper's output)
         elif depth > 0 and (name.id in fn.params or name.id in fn.kwonly):
-            if any(_from_ddp_forward(program, given, caller, depth - 1) for given, caller in fn.arguments.get(name.id, ())):
+            if any(_from_ddp_forward(program, given, caller, depth - 1)
+                   for given, caller in fn.arguments.get(name.id, ())):
                 return True
     return False
 
@@ -1214,7 +1222,48 @@ def _dropped_wrapper(program: Program, call: ast.Call, fn: Function):
                 # (a field wrapped in place as well, `self.parser = DDP(self.parser)`, is a call
                 # of the wrapper: loss_round_the_wrapper has ruled it out before this is asked)
                 return made, helper
+    # (`DistributedDataParallel(model, device_ids=[d])` as a statement of its own in the helper
+    # that builds the field, `self.model, self.tok = self._init_model(cfg)` returning `model, tok`:
+    # the wrapper is made and thrown away, the field is the plain module)
+    discarded = program.__dict__.get("_discarded_wrappers")
+    if discarded is None:
+        discarded = program.__dict__["_discarded_wrappers"] = _discarded_wrappers(program)
+    for helper, name, made in discarded:
+        if klass is not None and _field_returned(program, klass, func.attr, helper, name):
+            return made, helper
     return None
+
+
+def _discarded_wrappers(program: Program) -> list:
+    """(function, name, the DDP(...) call) for each `DistributedDataParallel(name, ...)` a reached
+    function makes as a statement of its own: nothing holds the wrapper."""
+    return [(fn, node.value.args[0].id, node.value) for fn in program.reachable
+            if fn.node is not None and not isinstance(fn.node, ast.Module)
+            for node in fn.own_of(ast.Expr)
+            if node.value.__class__ is ast.Call and node.value.args and node.value.args[0].__class__ is ast.Name
+            and program.ddp_call(node.value, fn)]
+
+
+def _field_returned(program: Program, klass, attr: str, helper: Function, name: str) -> bool:
+    """Some method of klass sets `self.<attr>` from what helper returns (alone, or at its place of
+    an unpacked tuple), and helper returns `name` there."""
+    for method in klass.methods.values():
+        for node in method.own_of(ast.Assign) if method.node is not None else ():
+            target, value = node.targets[0], node.value
+            if len(node.targets) != 1 or value.__class__ is not ast.Call or \
+                    helper not in program.resolve(value.func, method)[0]:
+                continue
+            places = [None] if _self_field(target) and target.attr == attr else \
+                [i for i, t in enumerate(target.elts) if _self_field(t) and t.attr == attr] \
+                if target.__class__ is ast.Tuple else []
+            for place in places:
+                for ret in helper.own_of(ast.Return):
+                    held = ret.value
+                    if place is not None:
+                        held = held.elts[place] if held.__class__ is ast.Tuple and place < len(held.elts) else None
+                    if held.__class__ is ast.Name and held.id == name:
+                        return True
+    return False
 
 
 def _dropped_wrappers(program: Program) -> list:
@@ -1348,6 +1397,9 @@ def _field_wrapped_elsewhere(program: Program, call: ast.Call, fn: Function):
     if klass is None or not isinstance(func, ast.Attribute):
         return None
     holder = func if (dotted(func) or "").count(".") == 1 and func.attr not in klass.methods else func.value
+    # (`self._actor_critic.actor.log_prob(x)`: a submodule of the field's module, round it too)
+    while isinstance(holder, ast.Attribute) and (dotted(holder) or "").count(".") > 1:
+        holder = holder.value
     # (`self.engine().module.loss(x)`: a chain below a call names no field)
     name = (dotted(holder) or "") if isinstance(holder, ast.Attribute) else ""
     if not name.startswith("self.") or name.count(".") != 1:
@@ -1526,17 +1578,38 @@ def _fields_wrapped_elsewhere(program: Program, klass) -> dict:
         return found
     wrapped, rebound = {}, set()
     for method in klass.methods.values():
+        # (`self.actor_critic = actor_critic.to(device)` beside `self._actor_critic = actor_critic`,
+        # then `self.actor_critic = DDP(self.actor_critic)`: the other field holds the module inside)
+        sources: dict[str, list[str]] = {}
+        for node in method.own_of(ast.Assign):
+            source = _moved_name(node.value)
+            if source is not None and len(node.targets) == 1 and _self_field(node.targets[0]):
+                sources.setdefault(source, []).append(text(node.targets[0]))
         for node in method.own_of(ast.Assign):
             if node.value.__class__ is ast.Call and program.ddp_call(node.value, method):
                 inner = text(node.value.args[0]) if node.value.args else ""
                 targets = {text(t) for t in node.targets}
                 if inner.startswith("self.") and inner not in targets:
                     wrapped.setdefault(inner, (node.value, method))
+                elif inner in targets:
+                    for fields in sources.values():
+                        if inner in fields:
+                            for alias in fields:
+                                if alias != inner:
+                                    wrapped.setdefault(alias, (node.value, method))
                 rebound |= targets
             elif isinstance(node.value, ast.Attribute) and node.value.attr == "module":
                 rebound |= {text(t) for t in node.targets}
     found = klass.__dict__["_fields_wrapped"] = {k: v for k, v in wrapped.items() if k not in rebound}
     return found
+
+
+def _moved_name(value: ast.AST) -> Optional[str]:
+    """The plain name a value is, or is moved from (`net`, `net.to(device)`, `net.cuda()`: a
+    module's `.to()` hands back the module itself); None otherwise."""
+    while value.__class__ is ast.Call and value.func.__class__ is ast.Attribute and value.func.attr in ("to", "cuda"):
+        value = value.func.value
+    return value.id if value.__class__ is ast.Name else None
 
 
 def _module_once_wrapped(program: Program, holder: ast.AST, fn: Function) -> bool:
@@ -2769,9 +2842,11 @@ def has_buffers(program: Program, ddp: ast.Call, fn: Function) -> bool:
         return False
     if (program.qualify(ddp.func, fn) or "").startswith("apex."):
         return False  # apex's DistributedDataParallel syncs no buffers in its forward
-    if not ddp.args:
+    # (the module handed by place or by name: `DistributedDataParallel(module=net, ...)`)
+    wrapped = ddp.args[0] if ddp.args else keyword(ddp, "module")
+    if wrapped is None:
         return False
-    return _buffered(program, ddp.args[0], fn, 4, set())
+    return _buffered(program, wrapped, fn, 4, set())
 
 
 def _buffered(program: Program, node: ast.AST, fn: Function, depth: int, seen: set) -> bool:

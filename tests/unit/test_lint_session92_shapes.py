@@ -628,3 +628,207 @@ def test_an_exit_every_rank_takes_beside_rank_zeros_is_not_told(tmp_path):
     body = TWO_EXITS.replace("            SECOND\n", "")
     found = _codes(lint_tree(tmp_path, {"train.py": body}), "DDP809")
     assert [f.location.line for f in found] == [_line(body, "if stale == patience")]
+
+
+# ---------------------------------------------- a wrapper made and thrown away in the builder of a field
+# `torch.nn.parallel.DistributedDataParallel(model, device_ids=[d])` as a statement of its own in
+# `_init_model`, which returns `model, tokenizer` into `self.model, self.tokenizer`: nothing keeps
+# the wrapper, the trainer trains the plain module (DDP810, an error at the backward).
+THROWN_AWAY = """import torch
+import torch.distributed as dist
+import torch.nn as nn
+
+
+class Trainer:
+    def __init__(self, is_ddp):
+        self.is_ddp = is_ddp
+        self.model, self.tokenizer = self._init_model()
+        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.1)
+
+    def _init_model(self):
+        model = nn.Linear(4, 2)
+        tokenizer = str.split
+        if self.is_ddp:
+            WRAP
+        return model, tokenizer
+
+    def train(self):
+        for step in range(10):
+            x = torch.randn(8, 4)
+            self.optimizer.zero_grad()
+            output = self.model(x)
+            loss = output.pow(2).mean()
+            loss.backward()
+            self.optimizer.step()
+
+
+def main():
+    dist.init_process_group("gloo")
+    Trainer(True).train()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_wrapper_thrown_away_in_the_fields_builder_trains_the_plain_module(tmp_path):
+    body = THROWN_AWAY.replace("WRAP", "torch.nn.parallel.DistributedDataParallel(model)")
+    found = _codes(lint_tree(tmp_path, {"train.py": body}), "DDP810")
+    assert [(f.location.line, f.severity.value) for f in found] == [(_line(body, "loss.backward()"), "error")]
+    assert "thrown away" in found[0].message
+
+
+def test_a_wrapper_kept_in_the_fields_builder_is_trained_through(tmp_path):
+    # twin: the builder keeps the wrapper and returns it
+    body = THROWN_AWAY.replace("WRAP", "model = torch.nn.parallel.DistributedDataParallel(model)")
+    assert _codes(lint_tree(tmp_path, {"train.py": body}), "DDP810") == []
+
+
+# ---------------------------------------------- a field kept beside the one wrapped in place
+# `self.ac = ac.to(d)` and `self._ac = ac` (the "unwrapped reference"), then `self.ac = DDP(self.ac)`:
+# `self._ac` holds the module inside. The actor's loss computed through `self._ac.head.score(...)`
+# (a submodule of it) from the world model's DDP forward, run with gradients off, goes round the
+# actor-critic's wrapper: that no-grad forward carries no graph for the backward (DDP810). (A
+# forward with gradients on in the loss's graph still counts as the loss's DDP forward: which
+# parameters the step trains is not read.)
+TWO_WRAPPERS = """import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 1)
+
+    def score(self, x):
+        return self.lin(x)
+
+
+class ActorCritic(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.head = Head()
+
+    def forward(self, x):
+        return self.head.score(x)
+
+
+class Trainer:
+    def __init__(self, world, ac, device):
+        self.world = world.to(device)
+        self.ac = ac.to(device)
+        self._world = world
+        self._ac = ac
+        self.world = DDP(self.world)
+        self.ac = DDP(self.ac)
+        self.opt = torch.optim.SGD(list(self.world.parameters()) + list(self.ac.parameters()), lr=0.1)
+
+    def step(self, x):
+        with torch.no_grad():
+            feats = self.world(x)
+        loss = LOSS
+        self.opt.zero_grad()
+        loss.backward()
+        self.opt.step()
+
+
+def main():
+    dist.init_process_group("gloo")
+    trainer = Trainer(nn.Linear(4, 4), ActorCritic(), "cpu")
+    for _ in range(5):
+        trainer.step(torch.randn(8, 4))
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_field_kept_beside_the_one_wrapped_in_place_runs_round_the_wrapper(tmp_path):
+    body = TWO_WRAPPERS.replace("LOSS", "self._ac.head.score(feats).pow(2).mean()")
+    found = _codes(lint_tree(tmp_path, {"train.py": body}), "DDP810")
+    assert [(f.location.line, f.severity.value) for f in found] == [(_line(body, "loss.backward()"), "error")]
+
+
+def test_the_field_wrapped_in_place_is_trained_through(tmp_path):
+    # twin: the actor's loss goes through the actor-critic's own wrapper
+    body = TWO_WRAPPERS.replace("LOSS", "self.ac(feats).pow(2).mean()")
+    assert _codes(lint_tree(tmp_path, {"train.py": body}), "DDP810") == []
+
+
+# ---------------------------------------------- a rank-0 callback's no-grad forward of a wrapper handed by name
+# `DistributedDataParallel(module=net, broadcast_buffers=True)` (the module by keyword) of a
+# BatchNorm model, rebound each step through a helper that hands it back (`model =
+# freeze(model)`), evaluated by a callback only rank 0 runs, under `@torch.no_grad()`: that
+# forward's buffer broadcast is rank 0's alone (DDP801, a warning at the forward).
+CALLBACK_EVAL = """import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        NORM
+
+    def forward(self, x):
+        return self.norm(self.lin(x))
+
+
+def freeze(model):
+    for part in model.modules():
+        part.training = part.training
+    return model
+
+
+@torch.no_grad()
+def evaluate(backbone):
+    out = backbone(torch.randn(2, 4))
+    return float(out.mean())
+
+
+class Verify:
+    def __init__(self, rank):
+        self.rank = rank
+
+    def __call__(self, step, backbone):
+        if self.rank == 0 and step % 10 == 0:
+            backbone.eval()
+            evaluate(backbone)
+            backbone.train()
+
+
+def main():
+    dist.init_process_group("gloo")
+    model = DistributedDataParallel(module=Net(), broadcast_buffers=True)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    verify = Verify(dist.get_rank())
+    for step in range(100):
+        model = freeze(model)
+        loss = model(torch.randn(8, 4)).pow(2).mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        verify(step, model)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_rank_zero_callbacks_no_grad_forward_of_a_buffered_wrapper_is_told(tmp_path):
+    body = CALLBACK_EVAL.replace("NORM", "self.norm = nn.BatchNorm1d(4)")
+    found = _codes(lint_tree(tmp_path, {"train.py": body}), "DDP801")
+    assert [(f.location.line, f.severity.value) for f in found] == [(_line(body, "out = backbone("), "warning")]
+
+
+def test_a_rank_zero_callbacks_no_grad_forward_of_an_unbuffered_wrapper_is_fine(tmp_path):
+    # twin: the module holds no buffers, so the no-grad forward broadcasts nothing
+    body = CALLBACK_EVAL.replace("NORM", "self.norm = nn.Identity()")
+    assert _codes(lint_tree(tmp_path, {"train.py": body}), "DDP801") == []
