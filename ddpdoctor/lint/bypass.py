@@ -9,13 +9,12 @@ patterns.bypassed_wrapper's (the one home of "round the wrapper")."""
 
 from __future__ import annotations
 
-import ast
 from dataclasses import dataclass
 from typing import Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint.patterns import (averages_gradients, backward_loss, bypassed_on_a_side, bypassed_wrapper,
-                                     dotted, handed_unwrapped, text)
+                                     discarded, dotted, handed_unwrapped, text)
 from ddpdoctor.lint.rank_state import module_method
 
 
@@ -72,6 +71,6 @@ def gather(builder) -> list[BypassedBackward]:
                 Location(fn.file.display, call.lineno), text(forward, 80),
                 Location(where.file.display, forward.lineno), Location(ddp_fn.file.display, ddp.lineno),
                 test, side, Location(handed[3].file.display, handed[2].lineno) if handed else None,
-                any(node.__class__ is ast.Expr and node.value is ddp for node in ddp_fn.own)))
+                discarded(ddp_fn, ddp)))
     return found
 

@@ -24,7 +24,7 @@ from ddpdoctor.lint.no_sync import SYNC_WORDS
 from ddpdoctor.lint.pinned_device import pinned_one_process
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.loader_facts import LoaderFact, LoaderFacts, SamplerFact
-from ddpdoctor.lint.patterns import SETUP_CALLS, dotted, env_key, is_const, keyword, kept_parameters, last_name, passing_loader_class, text
+from ddpdoctor.lint.patterns import SETUP_CALLS, discarded, dotted, env_key, is_const, keyword, kept_parameters, last_name, passing_loader_class, text
 from ddpdoctor.lint.program import Program
 from ddpdoctor.lint.save_facts import SaveFact, SaveFacts
 from ddpdoctor.lint.sources import IMPORTERS, dynamic_spec, setup_in_unread
@@ -215,10 +215,10 @@ def build(program: Program, script: str) -> LintFacts:
             continue
         if distributed is None and sets_up:
             distributed, how = loc(fn, call), f"{text(call.func)}()"
-        if program.ddp_call(call, fn) and not _discarded(fn, call) and not _dropped_by_callers(builder, fn, call) \
+        if program.ddp_call(call, fn) and not discarded(fn, call) and not _dropped_by_callers(builder, fn, call) \
                 and not _never_called(builder, fn):
             ddp = True
-        elif program.ddp_call(call, fn) and _discarded(fn, call) and not _never_called(builder, fn):
+        elif program.ddp_call(call, fn) and discarded(fn, call) and not _never_called(builder, fn):
             thrown = True  # (no DDP model: but a loop training what it was handed trains it plain, DDP810)
         if program.uses("accelerate") and (name == "Accelerator" or name[:1].isupper() and any(
                 c.startswith("accelerate.") and c.endswith(".Accelerator") for c in program.library_classes(call, fn))):
@@ -489,12 +489,6 @@ def _never_called(builder, fn) -> bool:
     if any(b.rsplit(".", 1)[-1] not in ("object", "Module") for b in program.library_bases(fn.cls)):
         return False  # (a framework's class: it may call any method by name)
     return fn not in builder.callers()
-
-
-def _discarded(fn, call: ast.Call) -> bool:
-    """`DistributedDataParallel(model)` as a statement of its own: the wrapper is dropped at once
-    (its reducer with it), and the loop trains the plain module, all-reducing nothing."""
-    return any(node.__class__ is ast.Expr and node.value is call for node in fn.own)
 
 
 def _dropped_by_callers(builder, fn, call: ast.Call) -> bool:

@@ -1234,9 +1234,15 @@ def _dropped_wrapper(program: Program, call: ast.Call, fn: Function):
     return None
 
 
+def discarded(fn: Function, call: ast.Call) -> bool:
+    """`DistributedDataParallel(model)` as a statement of its own: the wrapper is dropped at once
+    (its reducer with it), and what trains is the plain module."""
+    return any(node.__class__ is ast.Expr and node.value is call for node in fn.own_of(ast.Expr))
+
+
 def _discarded_wrappers(program: Program) -> list:
     """(function, name, the DDP(...) call) for each `DistributedDataParallel(name, ...)` a reached
-    function makes as a statement of its own: nothing holds the wrapper."""
+    function makes as a statement of its own (discarded): nothing holds the wrapper."""
     return [(fn, node.value.args[0].id, node.value) for fn in program.reachable
             if fn.node is not None and not isinstance(fn.node, ast.Module)
             for node in fn.own_of(ast.Expr)
@@ -1606,8 +1612,8 @@ def _fields_wrapped_elsewhere(program: Program, klass) -> dict:
 
 def _moved_name(value: ast.AST) -> Optional[str]:
     """The plain name a value is, or is moved from (`net`, `net.to(device)`, `net.cuda()`: a
-    module's `.to()` hands back the module itself); None otherwise."""
-    while value.__class__ is ast.Call and value.func.__class__ is ast.Attribute and value.func.attr in ("to", "cuda"):
+    module's `.to()` hands back the module itself, SELF_RETURNING); None otherwise."""
+    while value.__class__ is ast.Call and value.func.__class__ is ast.Attribute and value.func.attr in SELF_RETURNING:
         value = value.func.value
     return value.id if value.__class__ is ast.Name else None
 

@@ -37,7 +37,7 @@ from ddpdoctor.lint.options import config_file_options, declared_options, option
 from ddpdoctor.lint.patterns import SELF_RETURNING, _dict_call_literal, dotted, last_name, name_pattern
 from ddpdoctor.lint.ranks import RankFlow
 from ddpdoctor.lint.receivers import library_made, sole_holder
-from ddpdoctor.lint.sources import IMPORTERS, SourceFile, configured_key, dynamic_spec, fits, loads_own_package, read
+from ddpdoctor.lint.sources import SourceFile, configured_key, dynamic_spec, fits, loads_own_package, names_importer, read
 from ddpdoctor.lint.walker import Event, Guard, Walker
 
 # The dest of a `--local_rank` / `--local-rank` option (what torch.distributed.launch passes)
@@ -630,8 +630,9 @@ class Program:
         """The local classes the entry script imports by name and reads nowhere else, which a
         YAML config beside it gives as a value (`class: DataLoader`), where some file loads
         modules by name (sources.IMPORTERS): a factory builds them by the configured name."""
-        if not self.modules or not self.sources or not self.sources[0].tree or not any(
-                word in (f.text if f.text is not None else "\n".join(f.lines)) for f in self.files for word in IMPORTERS):
+        # (the text test first: resolving an import may parse a module nothing else asks for)
+        if not self.modules or not self.sources or not self.sources[0].tree or \
+                not any(names_importer(f) for f in self.files):
             return []
         module = self.modules[0]
         read = {n.id for n in walk(module.file.tree) if n.__class__ is ast.Name}

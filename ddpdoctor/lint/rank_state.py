@@ -1677,8 +1677,11 @@ def _rank_exits(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
             leave = next((c for c in inner if _counted_stop(builder.program, c[0].test, fn, loop)), leave)
             # (and each other exit rank 0 decides on a test of its own - a wall-clock limit beside
             # the early stop - is a decision of its own, told apart)
-            leaves = [leave, *(c for c in inner if c[0] is not leave[0] and not any(
-                c[0] is o[0] for o in inner[:inner.index(c)]))]
+            leaves, told = [leave], {id(leave[0])}
+            for other_exit in inner:
+                if id(other_exit[0]) not in told:
+                    told.add(id(other_exit[0]))
+                    leaves.append(other_exit)
         for leave in leaves:
             around = leave[0]
             if around is not None and other is None and isinstance(stmt.test, ast.BoolOp) and \

@@ -762,7 +762,7 @@ def _config_named(files: list[SourceFile], script: Path, roots: list[Path]) -> l
     """Where some file loads a module by a name it is handed (`import_module(module)`), the
     dotted paths the configs beside the script name: CompVis-style `instantiate_from_config`
     builds the dataset a config's `target:` names, which nothing imports."""
-    if not any(word in (f.text if f.text is not None else "\n".join(f.lines)) for f in files for word in IMPORTERS):
+    if not any(names_importer(f) for f in files):
         return []
     files[0].config_named = named_in_configs(script, files[0].hydra_configs) + \
         [n for n in _keyed_modules(files, script) if n not in files[0].config_named]
@@ -775,7 +775,7 @@ def _keyed_modules(files: list[SourceFile], script: Path) -> list[str]:
     names too, not only dotted paths."""
     keys: list[tuple] = []
     for f in files:
-        if not any(word in (f.text if f.text is not None else "\n".join(f.lines)) for word in IMPORTERS):
+        if not names_importer(f):
             continue
         if f.tree is None:
             try:
@@ -863,6 +863,13 @@ def _unread(queue: list[SourceFile], roots: list[Path], where_is: dict, seen: se
 
 
 IMPORTERS = ("import_module", "__import__")  # importlib.import_module(name), __import__(name)
+
+
+def names_importer(source: SourceFile) -> bool:
+    """The file's text names a loader of modules by name (IMPORTERS): a superset of the files
+    that build what a config names."""
+    text = source.text if source.text is not None else "\n".join(source.lines)
+    return any(word in text for word in IMPORTERS)
 
 
 def dynamic_spec(call: ast.Call, bound: Optional[dict] = None) -> Optional[tuple[str, Optional[str]]]:
