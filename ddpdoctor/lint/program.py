@@ -1638,12 +1638,19 @@ class Program:
     def sole_record_with(self, attr: str) -> Optional[Klass]:
         """The one local record class (dataclass, NamedTuple) with a field of that name, or None
         where none or several have one."""
-        memo = self.__dict__.setdefault("_sole_records", {})
-        key = (attr, len(self.modules))  # (a module read later may hold another)
-        if key not in memo:
-            found = [c for m in self.modules for c in m.classes.values() if attr in _record_field_names(c.node)]
-            memo[key] = found[0] if len(found) == 1 else None
-        return memo[key]
+        # (asked for every `x.field` the rank flow reads: each class's fields listed once per
+        # count of modules read, not every class's body scanned again per field - a module read
+        # later may hold another; the answer needs no order, only whether one class alone has it)
+        index = self.__dict__.get("_record_index")
+        if index is None or index[0] != len(self.modules):
+            by_field: dict[str, list[Klass]] = {}
+            for m in self.modules:
+                for c in m.classes.values():
+                    for name in dict.fromkeys(_record_field_names(c.node)):
+                        by_field.setdefault(name, []).append(c)
+            index = self.__dict__["_record_index"] = (len(self.modules), by_field)
+        found = index[1].get(attr, ())
+        return found[0] if len(found) == 1 else None
 
     def _record_fields(self, klass: Klass, attr: str) -> list[tuple[ast.AST, Function]]:
         """A dataclass / NamedTuple field has no `self.x = ...`: what each construction of the
