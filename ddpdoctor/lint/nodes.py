@@ -65,11 +65,17 @@ def children(node: ast.AST) -> list[ast.AST]:
 def walk(root: ast.AST) -> list[ast.AST]:
     """Every node under root (root first), breadth first as `ast.walk` yields them. Kept on the
     node: the rules walk the same statements again and again (40,000 walks on a 14,000-statement
-    package), and the trees are never changed once parsed. Callers only read the list."""
-    found = root.__dict__.get("_walked")
-    if found is None:
-        found = root.__dict__["_walked"] = _walk(root)
-    return found
+    package), and the trees are never changed once parsed. Callers only read the list.
+    What is kept leaves root out (root is put first in a fresh list on each ask): kept with
+    itself in it, each walked node was a cycle, which the lint's end had to break by walking
+    every node of every file again (Program.release); without, a tree is freed by reference
+    counting alone."""
+    below = root.__dict__.get("_walked")
+    if below is None:
+        found = _walk(root)
+        root.__dict__["_walked"] = found[1:]
+        return found
+    return [root, *below]
 
 
 def _walk(root: ast.AST) -> list[ast.AST]:

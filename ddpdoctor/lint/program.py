@@ -501,12 +501,6 @@ class Program:
         them; cleared, they are freed at once by reference counting. The facts hold none of
         these objects (they are plain data, cached as such): every attribute goes, not a list
         of the caches known today (a cache added later and missed here cost 0.2 s per lint)."""
-        for source in self.files:
-            if source.tree is not None:
-                # walk() keeps each walked node's list on the node, the node first in it: a
-                # cycle per walked node
-                for node in walk(source.tree):
-                    node.__dict__.pop("_walked", None)
         for items in (self.sources, self.files, self.modules, self.functions, self.classes):
             for item in items:
                 item.__dict__.clear()
