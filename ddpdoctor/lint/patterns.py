@@ -75,11 +75,21 @@ def last_name(node: ast.AST) -> Optional[str]:
 
 
 def text(node: ast.AST, limit: int = 80) -> str:
-    try:
-        out = ast.unparse(node)
-    except Exception:  # noqa: BLE001 - unparse of odd trees; the text is only for messages
-        return "?"
-    out = " ".join(out.split())
+    # kept on the node (as nodes.walk keeps its walk): the walk and the rules say the same tests
+    # again and again, each unparse a visitor over the subtree; the trees never change once
+    # parsed. With the node's id: a copy made to be changed (ranks' deepcopy of a rank
+    # expression, its parameters swapped for a caller's arguments) carries the original's text.
+    held = getattr(node, "__dict__", None)
+    kept = held.get("_text") if held is not None else None
+    if kept is not None and kept[0] == id(node):
+        out = kept[1]
+    else:
+        try:
+            out = " ".join(ast.unparse(node).split())
+        except Exception:  # noqa: BLE001 - unparse of odd trees; the text is only for messages
+            return "?"
+        if held is not None:
+            held["_text"] = (id(node), out)
     return out if len(out) <= limit else out[:limit - 1] + "…"
 
 

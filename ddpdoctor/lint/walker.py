@@ -193,7 +193,15 @@ def rank_return_in_try(program, fn, stmt: ast.stmt):
 def _negation_text(node: ast.AST) -> str:
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
         return text(node.operand, 10_000)
-    return text(ast.UnaryOp(ast.Not(), node), 10_000)
+    # kept on the node (as text() keeps its own): the `not` made here is new on every ask, so
+    # its text would be unparsed again for each call under the test's other side
+    # (with the node's id, as text() keeps its own: a copy of the node carries it)
+    kept = node.__dict__.get("_negation_text")
+    if kept is not None and kept[0] == id(node):
+        return kept[1]
+    said = text(ast.UnaryOp(ast.Not(), node), 10_000)
+    node.__dict__["_negation_text"] = (id(node), said)
+    return said
 
 
 def _flag_like(test: ast.AST) -> bool:
@@ -244,12 +252,20 @@ class _Said:
 
     def said(self) -> tuple[tuple[str, bool], ...]:
         if self._said is None:
-            test = _plain_test(self.test)
-            if self.side == "body":
-                parts = _conjuncts(test)
-                self._said = tuple((t, parts[t]) for t in sorted(parts))
+            # (kept on the test too: each walk of its side makes a _Said of its own)
+            key = "_said_body" if self.side == "body" else "_said_else"
+            kept = self.test.__dict__.get(key)
+            if kept is not None and kept[0] == id(self.test):  # (a copy of the test carries it)
+                found = kept[1]
             else:
-                self._said = ((_negation_text(test), _flag_like(test)),)
+                test = _plain_test(self.test)
+                if self.side == "body":
+                    parts = _conjuncts(test)
+                    found = tuple((t, parts[t]) for t in sorted(parts))
+                else:
+                    found = ((_negation_text(test), _flag_like(test)),)
+                self.test.__dict__[key] = (id(self.test), found)
+            self._said = found
         return self._said
 
 
