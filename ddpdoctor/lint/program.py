@@ -671,9 +671,9 @@ class Program:
         """Every word of every file found, counted once: how often the source names a thing."""
         counts = self.__dict__.get("_name_counts")
         if counts is None:
-            counts = self.__dict__["_name_counts"] = Counter(
-                word for source in self.sources
-                for word in _WORD.findall(source.text if source.text is not None else "\n".join(source.lines)))
+            counts = self.__dict__["_name_counts"] = Counter()
+            for source in self.sources:  # (each file's words counted at once: no generator step per word)
+                counts.update(_WORD.findall(source.text if source.text is not None else "\n".join(source.lines)))
         return counts
 
     def _local_base(self, klass: Klass, base: str) -> bool:
@@ -3944,12 +3944,16 @@ def _top_assigned(fn: Function) -> dict[str, list[tuple[int, int]]]:
         body = getattr(fn.node, "body", ()) if fn.node.__class__ is not ast.Module else ()
         for stmt in body if body.__class__ is list else ():  # (a lambda's body is one expression)
             if stmt.__class__ is ast.Assign:
+                read = None  # the names the value reads, gathered once per statement
                 for target in stmt.targets:
                     for name in (target.elts if target.__class__ in (ast.Tuple, ast.List) else [target]):
+                        if name.__class__ is not ast.Name:
+                            continue
+                        if read is None:
+                            read = {n.id for n in walk(stmt.value) if n.__class__ is ast.Name}
                         # (not `x = x.to(device)`, `ds = ds.map(f) if ... else ds`: the new
                         # value is made of the old, whose sources still say what it holds)
-                        if name.__class__ is ast.Name and not any(
-                                n.__class__ is ast.Name and n.id == name.id for n in ast.walk(stmt.value)):
+                        if name.id not in read:
                             found.setdefault(name.id, []).append((stmt.lineno, stmt.end_lineno or stmt.lineno))
     return found
 
