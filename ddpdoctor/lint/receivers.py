@@ -207,10 +207,10 @@ def _sole_holder(program, klass) -> Optional[tuple]:
     if name in _unread_words(program):
         return None  # a module not read yet names it
     made = []
-    for source in program.files:
-        refs = _names_in(source).get(name)
-        if not refs:
-            continue
+    # (the files that spell the name, in no particular order: any one naming the class otherwise
+    # answers None, and the holders are a set)
+    for source in _files_naming(program).get(name, ()):
+        refs = _names_in(source)[name]
         builds = _builds(source).get(name, {})
         if any(id(ref) not in builds for ref in refs):
             return None  # named otherwise: handed to a factory, a base, an annotation, a registry
@@ -250,6 +250,23 @@ def _functions_by_file(program) -> dict:
             index.setdefault(id(fn.file), []).append(fn)
         held = program.__dict__["_functions_by_file"] = (len(program.functions), index)
     return held[1]
+
+
+def _files_naming(program) -> dict:
+    """Each name any Name or attribute node spells -> the files read that spell it: each file's
+    names added once, as it is read (asked for each class a receiver may be, which went through
+    every file's own index before)."""
+    held = program.__dict__.get("_files_naming")
+    if held is None:
+        held = program.__dict__["_files_naming"] = ({}, set())
+    index, added = held
+    if len(added) != len(program.files):
+        for source in program.files:
+            if id(source) not in added:
+                added.add(id(source))
+                for name in _names_in(source):
+                    index.setdefault(name, []).append(source)
+    return index
 
 
 def _names_in(source) -> dict:
