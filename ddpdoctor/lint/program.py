@@ -81,7 +81,7 @@ def budget_s() -> float:
     return value
 
 
-@dataclass
+@dataclass(eq=False)
 class Function:
     name: str
     qualname: str
@@ -182,14 +182,8 @@ class Function:
     def label(self) -> str:
         return "module level" if isinstance(self.node, ast.Module) else f"{self.qualname}()"
 
-    def __hash__(self) -> int:
-        return id(self)
 
-    def __eq__(self, other) -> bool:
-        return self is other
-
-
-@dataclass
+@dataclass(eq=False)
 class Klass:
     name: str
     file: SourceFile
@@ -198,12 +192,6 @@ class Klass:
     bases: list[str] = field(default_factory=list)
     methods: dict[str, Function] = field(default_factory=dict)
     attrs: dict[str, list[tuple[ast.AST, Function]]] = field(default_factory=dict)
-
-    def __hash__(self) -> int:
-        return id(self)
-
-    def __eq__(self, other) -> bool:
-        return self is other
 
 
 @dataclass
@@ -1691,16 +1679,26 @@ class Program:
         return children if children is not None else {}
 
     def _descendants(self, klass: Klass) -> list[Klass]:
-        """The local classes derived from klass, at any depth."""
+        """The local classes derived from klass, at any depth. Kept with the subclass index it
+        was read from (a module read makes a new one): `self.x` of a base asks it of every
+        subclass, 2,300 times over a vendored diffusers' model classes."""
         children = self._children()
-        out: list[Klass] = []
-        todo = list(children.get(klass, ()))
-        while todo:
-            k = todo.pop()
-            if k not in out:
-                out.append(k)
-                todo.extend(children.get(k, ()))
-        return out
+        memo = self.__dict__.get("_descendants_memo")
+        if memo is None or memo[0] is not children:
+            memo = self.__dict__["_descendants_memo"] = (children, {})
+        found = memo[1].get(id(klass))
+        if found is None:
+            out: list[Klass] = []
+            seen: set[int] = set()
+            todo = list(children.get(klass, ()))
+            while todo:
+                k = todo.pop()
+                if id(k) not in seen:
+                    seen.add(id(k))
+                    out.append(k)
+                    todo.extend(children.get(k, ()))
+            found = memo[1][id(klass)] = out
+        return list(found)  # (a copy: the callers' to keep)
 
     def _overrides(self, klass: Klass, attr: str, caller: str) -> list[Function]:
         """The subclasses' own `attr` methods that a call `self.attr()` in klass's method `caller`
@@ -1885,8 +1883,9 @@ class Program:
     def bases(self, klass: Klass) -> list[Klass]:
         """The local classes a class derives from (resolved once per class)."""
         cache = self.__dict__.setdefault("_bases", {})
-        if klass in cache:
-            return cache[klass]
+        found = cache.get(klass)  # (asked 160,000 times on a 200-file package: one lookup)
+        if found is not None:
+            return found
         # Looking a base up may read its module, and in the walk a module read walks its top
         # level, which may ask this class's bases again (CAC: `from base import BaseTrainer`
         # walks BaseTrainer.train, whose `self._train_epoch()` runs Trainer's override): that
