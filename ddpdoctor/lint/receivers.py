@@ -209,8 +209,11 @@ def _sole_holder(program, klass) -> Optional[tuple]:
     made = []
     # (the files that spell the name, in no particular order: any one naming the class otherwise
     # answers None, and the holders are a set)
-    for source in _files_naming(program).get(name, ()):
-        refs = _names_in(source)[name]
+    wanted = _class_names(program)
+    spelling = _files_naming(program).get(name, ()) if name in wanted else \
+        [source for source in program.files if _names_in(source, frozenset({name})).get(name)]
+    for source in spelling:
+        refs = _names_in(source, wanted if name in wanted else frozenset({name}))[name]
         builds = _builds(source).get(name, {})
         if any(id(ref) not in builds for ref in refs):
             return None  # named otherwise: handed to a factory, a base, an annotation, a registry
@@ -252,33 +255,52 @@ def _functions_by_file(program) -> dict:
     return held[1]
 
 
+def _class_names(program) -> frozenset:
+    """Every name a local class may have: those of the classes read, and (a superset, from
+    their text) those the modules not read yet define. Fixed once asked: a module read later
+    only turns some of the second kind into the first."""
+    found = program.__dict__.get("_class_names")
+    if found is None:
+        found = program.__dict__["_class_names"] = frozenset(k.name for k in program.classes).union(
+            *(source.classes_named for source in program.sources if source.tree is None))
+    return found
+
+
 def _files_naming(program) -> dict:
-    """Each name any Name or attribute node spells -> the files read that spell it: each file's
-    names added once, as it is read (asked for each class a receiver may be, which went through
-    every file's own index before)."""
+    """Each class name (_class_names) a Name or attribute node spells -> the files read that
+    spell it: each file's names added once, as it is read (asked for each class a receiver may
+    be, which went through every file's own index before)."""
     held = program.__dict__.get("_files_naming")
     if held is None:
         held = program.__dict__["_files_naming"] = ({}, set())
     index, added = held
     if len(added) != len(program.files):
+        wanted = _class_names(program)
         for source in program.files:
             if id(source) not in added:
                 added.add(id(source))
-                for name in _names_in(source):
+                for name in _names_in(source, wanted):
                     index.setdefault(name, []).append(source)
     return index
 
 
-def _names_in(source) -> dict:
-    """Every Name and attribute name of a file, by its text (made once per file)."""
-    found = source.__dict__.get("_names_in")
-    if found is None:
-        found = source.__dict__["_names_in"] = {}
+def _names_in(source, wanted: frozenset) -> dict:
+    """The Name and attribute nodes of a file, by the name they spell, for the names wanted
+    (the class names: most names a file spells are locals and library calls, which no ask
+    needs). Made once per file and set of names."""
+    held = source.__dict__.get("_names_in")
+    if held is None or held[0] is not wanted:
+        found: dict = {}
         for n in source.of(ast.Name):
-            found.setdefault(n.id, []).append(n)
+            if n.id in wanted:
+                found.setdefault(n.id, []).append(n)
         for n in source.of(ast.Attribute):
-            found.setdefault(n.attr, []).append(n)
-    return found
+            if n.attr in wanted:
+                found.setdefault(n.attr, []).append(n)
+        held = (wanted, found)
+        if len(wanted) > 1:  # (a one-name ask, the exact way for a name the set lacks, is not kept)
+            source.__dict__["_names_in"] = held
+    return held[1]
 
 
 def _not_only_a_receiver(root: ast.AST, name: str) -> bool:
