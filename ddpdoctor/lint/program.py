@@ -665,7 +665,7 @@ class Program:
         if counts is None:
             counts = self.__dict__["_name_counts"] = Counter()
             for source in self.sources:  # (each file's words counted at once: no generator step per word)
-                counts.update(_WORD.findall(source.text if source.text is not None else "\n".join(source.lines)))
+                counts.update(_words(source.text if source.text is not None else "\n".join(source.lines)))
         return counts
 
     def _local_base(self, klass: Klass, base: str) -> bool:
@@ -3826,6 +3826,19 @@ def explicit_self(target: Function, call: ast.Call) -> int:
 
 
 _WORD = re.compile(r"\w+")
+# every ASCII byte that is no word character, as a space: an ASCII text's words are then what
+# str.split() gives (the same words, in the same order, as _WORD finds, at a third of the cost)
+_NOT_WORD = bytes(i for i in range(128) if not (chr(i).isalnum() or chr(i) == "_"))
+_SPACES = bytes.maketrans(_NOT_WORD, b" " * len(_NOT_WORD))
+
+
+def _words(text: str) -> list[str]:
+    """The words (`\\w+`) of a text, in order."""
+    if text.isascii():
+        return text.encode("ascii").translate(_SPACES).decode("ascii").split()
+    return _WORD.findall(text)
+
+
 # What torch.nn.Module calls on a subclass by name (a method only these name is still live).
 _MODULE_HOOKS = frozenset({"forward", "extra_repr", "reset_parameters", "train", "eval",
                            "_load_from_state_dict", "_save_to_state_dict", "_apply"})
