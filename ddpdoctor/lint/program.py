@@ -1220,8 +1220,8 @@ class Program:
         what values_of cannot see through the star. [] where none does, or one rebinds its
         globals at run time."""
         found = []
-        for alias, base in fn.module.imports.items():
-            if alias[0] != "*" or base == fn.module.name:
+        for base in _star_bases(fn.module):
+            if base == fn.module.name:
                 continue
             module = self.by_name.get(base)
             if module is None and base in self._waiting:
@@ -1234,9 +1234,7 @@ class Program:
     def _star_imported(self, module: Module, head: str, depth: int = 2):
         """The full name a library import of a module star-imported by `module` binds to head
         (a few star hops); None where none does; False where such a module is not read yet."""
-        for key, base in module.imports.items():
-            if key[:1] != "*" or depth <= 0:
-                continue
+        for base in _star_bases(module) if depth > 0 else ():
             if base not in self.by_name and base not in self._waiting:
                 continue
             other = self._module(base) if self._phase != "arguments" else self.by_name.get(base)
@@ -1827,10 +1825,10 @@ class Program:
         key = (id(module), name)
         if key not in stars:  # asked for every unbound name (builtins too): once per module and name
             stars[key] = None
-            for alias, base in module.imports.items():
+            for base in _star_bases(module):
                 # `from .base import *` (a package __init__ gathering its trainers): a name one of
                 # those local modules defines
-                if alias[0] == "*" and base != module.name and (base in self.by_name or base in self._waiting):
+                if base != module.name and (base in self.by_name or base in self._waiting):
                     found = self.full_symbol(f"{base}.{name}", 2)
                     if found is not None and (found.__class__ is not Module or self._binds_submodule(base, found)):
                         stars[key] = found
@@ -1879,8 +1877,8 @@ class Program:
                     found = self.full_symbol(module.imports[alias], depth - 1, seen)
                 if found is not None:
                     return found
-            for key, base in module.imports.items():  # a package re-exporting a module's names
-                if key[0] == "*" and base != owner:
+            for base in _star_bases(module):  # a package re-exporting a module's names
+                if base != owner:
                     found = self.full_symbol(f"{base}.{attr}", depth - 1, seen)
                     if found is not None:
                         return found
@@ -4171,6 +4169,16 @@ def _imports_locally(fn: Function, name: str) -> bool:
             return True
         scope = scope.parent
     return False
+
+
+def _star_bases(module: Module) -> list[str]:
+    """The modules a module star-imports (`from .base import *`), in its imports' order: the
+    lookups through stars ask it for each name they miss, and a package's __init__ imports
+    hundreds of names, few or none of them stars. (A module's imports never change once read.)"""
+    found = module.__dict__.get("_star_bases")
+    if found is None:
+        found = module.__dict__["_star_bases"] = [base for key, base in module.imports.items() if key[0] == "*"]
+    return found
 
 
 def _import_map(source: SourceFile) -> dict[str, str]:
