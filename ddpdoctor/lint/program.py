@@ -118,7 +118,23 @@ class Function:
             index = self.__dict__["_own_index"] = {}
         found = index.get(classes)
         if found is None:
-            found = index[classes] = [n for n in self.own if n.__class__ in classes]
+            if len(classes) == 1:
+                # (one pass sorts `own` by class for every one-class ask: a function is asked
+                # for its assignments, loops, ifs, names, expressions and attributes in turn,
+                # each a scan of `own` before - 660,000 nodes on h130A_cascast)
+                by_class = self.__dict__.get("_own_by_class")
+                if by_class is None:
+                    by_class = self.__dict__["_own_by_class"] = {}
+                    for n in self.own:
+                        kept = by_class.get(n.__class__)
+                        if kept is None:
+                            by_class[n.__class__] = [n]
+                        else:
+                            kept.append(n)
+                found = by_class.get(classes[0], [])
+            else:
+                found = [n for n in self.own if n.__class__ in classes]
+            index[classes] = found
         return found
 
     @property

@@ -117,7 +117,14 @@ class SourceFile:
         present = [k for k in kinds if by_kind.get(k)]
         if len(present) <= 1:
             return by_kind.get(present[0], []) if present else []
-        return [n for n in self.nodes if n.__class__ in present]  # several kinds: in walk order
+        # several kinds: in walk order, kept by the set of kinds (the same kinds asked in
+        # another order are the same nodes: config_defaults and _assigned_names ask so)
+        kept = self.__dict__.setdefault("_of_kinds", {})
+        key = frozenset(present)
+        found = kept.get(key)
+        if found is None:
+            found = kept[key] = [n for n in self.nodes if n.__class__ in key]
+        return found
 
     @property
     def rewrites_globals(self) -> bool:
