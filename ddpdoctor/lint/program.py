@@ -101,6 +101,25 @@ class Function:
     # the calls that leave a parameter out (its default): name -> [(call, caller)]
     defaulted: dict[str, list[tuple[ast.Call, "Function"]]] = field(default_factory=dict)
     _own: Optional[list] = field(default=None, repr=False)
+    # The signature's names, read off the def when the function is made: every call's target is
+    # asked them, many times over (320,000 asks on h130A_cascast), as plain attributes.
+    params: list[str] = field(init=False, repr=False)  # positional, a method's self / cls left out
+    kwonly: list[str] = field(init=False, repr=False)  # keyword-only (`def f(self, m, *, save=True)`)
+    # every name the signature binds (self, *args, keyword-only and **kwargs too): the names local
+    # to a call whatever the module binds
+    arg_names: frozenset = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        args = getattr(self.node, "args", None)
+        if isinstance(self.node, ast.Module) or args is None:
+            self.params, self.kwonly = [], []
+        else:
+            names = [a.arg for a in args.posonlyargs + args.args]
+            if self.cls is not None and self.parent is None and names and names[0] in ("self", "cls"):
+                names = names[1:]
+            self.params, self.kwonly = names, [a.arg for a in args.kwonlyargs]
+        self.arg_names = frozenset() if args is None else frozenset(
+            a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg) if a)
 
     @property
     def own(self) -> list[ast.AST]:
@@ -157,41 +176,6 @@ class Function:
                                     for d in getattr(self.node, "decorator_list", ())) else ast.Return
             found = self.__dict__["_returned"] = [] if isinstance(self.node, ast.Module) else [
                 n.value for n in self.own if n.__class__ is kind and n.value is not None]
-        return found
-
-    @property
-    def params(self) -> list[str]:
-        found = self.__dict__.get("_params")  # asked of every call's target, many times over
-        if found is not None:
-            return found
-        if isinstance(self.node, ast.Module):
-            return []
-        args = self.node.args
-        names = [a.arg for a in args.posonlyargs + args.args]
-        if self.cls is not None and self.parent is None and names and names[0] in ("self", "cls"):
-            names = names[1:]
-        self.__dict__["_params"] = names
-        return names
-
-    @property
-    def arg_names(self) -> frozenset:
-        """Every name the signature binds (self, *args, keyword-only and **kwargs too): the
-        names local to a call whatever the module binds."""
-        found = self.__dict__.get("_arg_names")
-        if found is None:
-            args = getattr(self.node, "args", None)
-            found = frozenset() if args is None else frozenset(
-                a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg) if a)
-            self.__dict__["_arg_names"] = found
-        return found
-
-    @property
-    def kwonly(self) -> list[str]:
-        """The keyword-only parameters (`def __init__(self, model, *, save_to_disk=True)`)."""
-        found = self.__dict__.get("_kwonly")  # (asked as often as params: kept the same way)
-        if found is None:
-            found = self.__dict__["_kwonly"] = [] if isinstance(self.node, ast.Module) else \
-                [a.arg for a in self.node.args.kwonlyargs]
         return found
 
     @property
