@@ -176,15 +176,19 @@ class _Index:
         self._register(root, None)
         stack: list[tuple[ast.AST, Optional[ast.stmt]]] = [(root, None)]
         pop, push = stack.pop, stack.append
+        binders = _BINDERS
         while stack:
             node, held = pop()
             if held is not None:
                 holder[id(node)] = held
-                bound = _binds_name(node)
-                if bound:
-                    names[id(held)].update(bound)
+                # (_binds_name asked only of the kinds that bind: most nodes bind nothing)
+                if node.__class__ in binders:
+                    bound = _binds_name(node)
+                    if bound:
+                        names[id(held)].update(bound)
             for child in children(node):
-                if id(child) in place and place[id(child)][2] is (None if node is root else node):
+                at = place.get(id(child))
+                if at is not None and at[2] is (None if node is root else node):
                     # a statement of one of node's blocks: it holds what is under it
                     order.append(child)
                     names[id(child)] = set()
@@ -282,6 +286,10 @@ def _bound_names(root: ast.AST) -> frozenset:
     """Every name bound anywhere under root (nested defs included): assigned or deleted, a
     def's or class's name, an import's."""
     return frozenset(name for n in walk(root) for name in _binds_name(n))
+
+
+# the node kinds _binds_name answers anything for
+_BINDERS = frozenset({ast.Name, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom})
 
 
 def _binds_name(n: ast.AST) -> tuple:
