@@ -34,8 +34,8 @@ FROM_DATA = {"tolist", "unique", "item"}
 def gather(files: list, reachable: Optional[set] = None) -> list[DataSizedCollective]:
     found: list[DataSizedCollective] = []
     for source in files:
-        dist_names, bare = data_sized._dist_names(source.imports)
-        if not any(data_sized._collective(n, dist_names, bare) for n in source.of(ast.Call)):
+        dist_names, bare, calls = data_sized.file_collectives(source)
+        if not calls:
             continue
         scopes = [("<module>", source.tree)]
         scopes += [(node.name, node) for node in source.of(ast.FunctionDef, ast.AsyncFunctionDef)

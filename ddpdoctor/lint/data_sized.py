@@ -408,6 +408,18 @@ def _dist_names(imports: list[ast.AST]) -> tuple[set[str], set[str]]:
     return names, bare
 
 
+def file_collectives(source) -> tuple[set[str], set[str], bool]:
+    """(_dist_names of the file's imports, whether some call of the file is a collective this
+    rule reads): kept on the file, since data_keys asks the same of every file (a scan of every
+    call of the package each)."""
+    kept = source.__dict__.get("_file_collectives")
+    if kept is None:
+        dist_names, bare = _dist_names(source.imports)
+        calls = any(_collective(n, dist_names, bare) for n in source.of(ast.Call))
+        kept = source.__dict__["_file_collectives"] = (dist_names, bare, calls)
+    return kept
+
+
 def gather(files: list, reachable: Optional[set] = None) -> list[DataSizedCollective]:
     """Every data-sized collective in the files (lint/sources.SourceFile: .nodes, .imports,
     .tree, .display); `reachable`: the ids of the function nodes the entry script can run (the
@@ -415,8 +427,8 @@ def gather(files: list, reachable: Optional[set] = None) -> list[DataSizedCollec
     this rule reads is not walked statement by statement (most files of a package)."""
     found: list[DataSizedCollective] = []
     for source in files:
-        dist_names, bare = _dist_names(source.imports)
-        if not any(_collective(n, dist_names, bare) for n in source.of(ast.Call)):
+        dist_names, bare, calls = file_collectives(source)
+        if not calls:
             continue
         scopes = [("<module>", source.tree.body)]
         scopes += [(node.name, node.body) for node in source.of(ast.FunctionDef, ast.AsyncFunctionDef)

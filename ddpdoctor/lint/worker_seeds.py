@@ -565,7 +565,8 @@ def gather(files: list, reachable: Optional[set] = None, functions: Optional[lis
     # asked of the file's text first, so a builder's `make_loader(ds, generator=g)` builds no index)
     # (the keywords are asked first: the name's search reads the file's text, once per call)
     loaders = [(source, node) for source in files for node in source.of(ast.Call)
-               if any(keyword(node, k) is not None and k not in kept(node) for k in ("worker_init_fn", "generator"))
+               if node.keywords  # (most calls pass no keyword: neither is given)
+               and any(keyword(node, k) is not None and k not in kept(node) for k in ("worker_init_fn", "generator"))
                and (loader_class(last_name(node.func)) or _base_init(node.func)
                     or (isinstance(node.func, ast.Name) and _picked_by_name(source, node.func.id, subclasses)))]
     if not loaders:
