@@ -245,14 +245,19 @@ def _unread_words(program) -> frozenset:
 
 
 def _functions_by_file(program) -> dict:
-    """The functions of each file read, by id of the file (made once per count of functions)."""
+    """The functions of each file read, by id of the file: each function added once, as its
+    module is read (functions are only ever added; the order within a file does not matter to
+    _sole_holder, whose holders are a set)."""
     held = program.__dict__.get("_functions_by_file")
-    if held is None or held[0] != len(program.functions):
-        index: dict = {}
+    if held is None:
+        held = program.__dict__["_functions_by_file"] = ({}, set())
+    index, added = held
+    if len(added) != len(program.functions):
         for fn in program.functions:
-            index.setdefault(id(fn.file), []).append(fn)
-        held = program.__dict__["_functions_by_file"] = (len(program.functions), index)
-    return held[1]
+            if id(fn) not in added:
+                added.add(id(fn))
+                index.setdefault(id(fn.file), []).append(fn)
+    return index
 
 
 def _class_names(program) -> frozenset:
