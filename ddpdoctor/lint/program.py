@@ -1174,7 +1174,9 @@ class Program:
         module's imports: `dist.barrier` -> torch.distributed.barrier."""
         # asked of the same nodes by the walk and by every rule: answered once per node (the node
         # is kept with its answer, so a freed node's reused id is never mistaken for it)
-        known = self.__dict__.setdefault("_qualified", {})
+        known = self.__dict__.get("_qualified")
+        if known is None:  # (asked 80,000 times: no empty dict made per ask)
+            known = self.__dict__["_qualified"] = {}
         hit = known.get(id(node))
         if hit is not None and hit[0] is node and hit[1] is fn.module:
             return hit[2]
@@ -1886,7 +1888,9 @@ class Program:
 
     def bases(self, klass: Klass) -> list[Klass]:
         """The local classes a class derives from (resolved once per class)."""
-        cache = self.__dict__.setdefault("_bases", {})
+        cache = self.__dict__.get("_bases")
+        if cache is None:
+            cache = self.__dict__["_bases"] = {}
         found = cache.get(klass)  # (asked 160,000 times on a 200-file package: one lookup)
         if found is not None:
             return found
@@ -2014,7 +2018,9 @@ class Program:
         key = (id(node), id(fn), depth)
         if key in memo:
             return memo[key]
-        busy = self.__dict__.setdefault("_class_busy", set())
+        busy = self.__dict__.get("_class_busy")
+        if busy is None:
+            busy = self.__dict__["_class_busy"] = set()
         if key in busy or len(busy) > 40:
             # a cycle (`a, b = a.step()` asks what `a` is through its own method's receiver), or
             # a chain of factories deeper than any author's: not known, not a crash
@@ -2368,7 +2374,9 @@ class Program:
         """The local class a global holds when it is bound once, to an entry of a table literal
         at a constant key (`CONFIGS = {"ethz": C.Ethz, "iust": C.Iust}; PipelineConfig =
         CONFIGS["iust"]`); None otherwise. Worked out once per name and module."""
-        memo = self.__dict__.setdefault("_table_classes", {})
+        memo = self.__dict__.get("_table_classes")
+        if memo is None:
+            memo = self.__dict__["_table_classes"] = {}
         key = (id(fn.module), name.id)
         if key in memo:
             return memo[key]
@@ -3774,7 +3782,9 @@ class Program:
     def collective(self, call: ast.Call, fn: Function) -> Optional[str]:
         """What a call is, in the user's words, when it is a collective (or ends in one); asked of
         every call by the walk, and again by later rules: answered once per call."""
-        known = self.__dict__.setdefault("_collective", {})
+        known = self.__dict__.get("_collective")
+        if known is None:
+            known = self.__dict__["_collective"] = {}
         key = (id(call), id(fn))
         if key not in known:
             known[key] = patterns.collective(self, call, fn)
@@ -3783,7 +3793,9 @@ class Program:
     def ddp_call(self, value: ast.AST, fn: Function) -> bool:
         # (asked of every call by the walk and again by the rules: 26,000 asks over torchcv's
         # 5,600 calls; answered once per call and scope until a module read late changes them)
-        known = self.__dict__.setdefault("_ddp_calls", {})
+        known = self.__dict__.get("_ddp_calls")
+        if known is None:
+            known = self.__dict__["_ddp_calls"] = {}
         key = (id(value), id(fn))
         if key not in known:
             known[key] = patterns.ddp_call(self, value, fn)
@@ -4018,7 +4030,9 @@ def _entry_reaches(fn: Function, use: ast.Name) -> bool:
 def _scoped(scope: Function, name: str) -> list:
     """(line, value, scope) of each binding of name in scope, made once per name and shared:
     the callers only read it (a name bound 600 times is looked up at each of its uses)."""
-    made = scope.__dict__.setdefault("_scoped", {})
+    made = scope.__dict__.get("_scoped")
+    if made is None:
+        made = scope.__dict__["_scoped"] = {}
     found = made.get(name)
     if found is None:
         found = made[name] = [(line, value, scope) for line, value in scope.bindings[name]]
