@@ -240,10 +240,14 @@ class BuilderCore:
                 and {"zero", "nonzero"} <= polarities.get((_op_kind(e.op), e.guards[-1].test.key), set())}
 
     # ------------------------------------------------------------------ helpers
-    def calls(self) -> Iterator[tuple[Function, ast.Call, tuple[Guard, ...], int]]:
-        for fn in self.functions:
-            for call, guards, loops in fn.calls:
-                yield fn, call, guards, loops
+    def calls(self) -> list[tuple[Function, ast.Call, tuple[Guard, ...], int]]:
+        """Every call the walk met in the reached functions, in order: listed once (fifteen
+        passes go through them; the walk is over, so no call is added afterwards)."""
+        found = self.__dict__.get("_all_calls")
+        if found is None:
+            found = self.__dict__["_all_calls"] = [(fn, call, guards, loops) for fn in self.functions
+                                                   for call, guards, loops in fn.calls]
+        return found
 
     def setups(self) -> set:
         """The reached functions that set up the process group (call init_process_group)."""
