@@ -220,6 +220,7 @@ def _tree(path: Path, text: str) -> ast.Module:
 _EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 # the statements that hold blocks of their own (their body, orelse, finalbody, handlers, cases)
 _BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
+_BLOCKS_OF: dict[type, tuple[str, ...]] = {}
 
 
 def _prune_dead_tails(stmts: list, depth: int = 0) -> None:
@@ -233,7 +234,10 @@ def _prune_dead_tails(stmts: list, depth: int = 0) -> None:
     if depth > 100:
         return  # (deeper blocks stay as written: the parser's own limit is near)
     for stmt in stmts:
-        for name in _BLOCKS:
+        fields = _BLOCKS_OF.get(stmt.__class__)
+        if fields is None:  # (the block fields each kind of statement has, found once per kind)
+            fields = _BLOCKS_OF[stmt.__class__] = tuple(name for name in _BLOCKS if name in stmt._fields)
+        for name in fields:
             inner = getattr(stmt, name, None)
             if inner:
                 _prune_dead_tails(inner, depth + 1)
@@ -437,9 +441,12 @@ def _positions(text: str, word: str) -> list[int]:
     return found
 
 
+# the loud words as one pattern: a quiet module's text is read once, not once per word
+_LOUD = re.compile("|".join(re.escape(word) for word in _LOUD_WORDS))
+
+
 def quiet(text: str) -> bool:
-    lowered = text.lower()
-    return not any(word in lowered for word in _LOUD_WORDS)
+    return _LOUD.search(text.lower()) is None
 
 
 def scan_imports(text: str) -> Optional[list[ast.AST]]:
