@@ -1745,10 +1745,14 @@ def _innermost_side(loop: ast.AST, step: ast.Call) -> Optional[tuple[ast.If, lis
 def _cleared_beside(loop: ast.AST, step: ast.Call) -> bool:
     """The `if` the step sits under clears the gradients on its other side (MCNet's `if not
     torch.isfinite(loss).item(): opt.zero_grad() else: opt.step()`): the pass that does not step
-    throws its gradients away, so nothing is accumulated."""
+    throws its gradients away, so nothing is accumulated. Not a side that steps too before it
+    clears (`if not amp: opt.step(); opt.zero_grad() else: scaler.step(opt); opt.zero_grad()`):
+    both sides step, and the period is the `if` around them."""
     found = _innermost_side(loop, step)
-    return found is not None and bool(found[2]) and any(
-        c.__class__ is ast.Call and last_name(c.func) == "zero_grad" for stmt in found[2] for c in walk(stmt))
+    if found is None or not found[2]:
+        return False
+    calls = [last_name(c.func) for stmt in found[2] for c in walk(stmt) if c.__class__ is ast.Call]
+    return "zero_grad" in calls and "step" not in calls
 
 
 def _own_backward_beside(loop: ast.AST, step: ast.Call) -> bool:

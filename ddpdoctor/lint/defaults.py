@@ -507,6 +507,83 @@ def _loop_config_leaf(part: ast.AST, program: Program, fn) -> Optional[bool]:
     return answers.pop() if len(answers) == 1 else None
 
 
+def loaded_config_truth(test: ast.AST, program: Program, fn) -> Optional[bool]:
+    """The truth of a test on a key of the dict the run's YAML config was read into, where every
+    config beside the script decides it alike: `if opt['model'] in ['vsr']:` with `opt =
+    option.parse(args.opt)` (the project's loader returning what `yaml.load(f)` read) and `model:
+    sr` or `model: ClassSR` in every config there - no shipped config takes that side. None where
+    a part is not such a read, or the code itself sets that key."""
+    return three_valued(test, lambda part: _loaded_key_leaf(part, program, fn))
+
+
+def _loaded_key_leaf(part: ast.AST, program: Program, fn) -> Optional[bool]:
+    if not (part.__class__ is ast.Compare and len(part.ops) == 1 and part.left.__class__ is ast.Subscript
+            and part.ops[0].__class__ in (ast.Eq, ast.NotEq, ast.In, ast.NotIn)):
+        return None
+    keys: list = []
+    node = part.left
+    while node.__class__ is ast.Subscript and node.slice.__class__ is ast.Constant and isinstance(node.slice.value, str):
+        keys.insert(0, node.slice.value)
+        node = node.value
+    if not keys or node.__class__ is not ast.Name or keys[0] in _keys_set_in_code(program):
+        return None
+    if not all(_yaml_loaded(value, scope, program, _LOADER_DEPTH) for value, scope in program.values_of(node, fn)):
+        return None
+    held = program.config_file_values(tuple(keys))
+    if not held:
+        return None
+    answers = {_compare_constant(value, part.ops[0], part.comparators[0]) for value in held}
+    return answers.pop() if len(answers) == 1 else None
+
+
+# (how many of the project's own calls are followed back to the YAML reader: a loader, and a
+# converter around it)
+_LOADER_DEPTH = 3
+
+
+def _yaml_loaded(value: ast.AST, scope, program: Program, depth: int) -> bool:
+    """Whether a value is what a YAML reader returned: the reader's call itself, or a call of the
+    project's own function whose every return is (`def parse(path): opt = yaml.load(f); ...;
+    return opt`), or of a converter handing its argument back (`dict_to_nonedict(opt)`, one of
+    whose returns is its parameter) around such a value."""
+    if value.__class__ is not ast.Call or depth <= 0:
+        return False
+    if program.qualify(value.func, scope) in _YAML_READERS:
+        return True
+    target = program.callee(value.func, scope)
+    if target is None or not hasattr(target, "returned") or not target.returned:
+        return False
+    params = target.params
+    if value.args and params and any(r.__class__ is ast.Name and r.id == params[0] for r in target.returned):
+        # (`opt = dict_to_nonedict(opt)` binds the name it reads: the argument is the earlier value)
+        earlier = [(v, s) for v, s in program.values_of(value.args[0], scope) if v is not value]
+        return bool(earlier) and all(_yaml_loaded(v, s, program, depth - 1) for v, s in earlier)
+    return all(all(v is not r and _yaml_loaded(v, s, program, depth - 1) for v, s in program.values_of(r, target))
+               for r in target.returned)
+
+
+def _keys_set_in_code(program: Program) -> frozenset:
+    """The string keys the program's own code stores into some dict (`opt['dist'] = True`,
+    `cfg.setdefault('model', ...)`): a config key the code may change is not the file's alone.
+    Worked out once."""
+    found = program.__dict__.get("_keys_set_in_code")
+    if found is None:
+        keys = set()
+        for source in program.files:
+            for node in source.of(ast.Subscript):
+                if node.ctx.__class__ is ast.Store and node.slice.__class__ is ast.Constant and \
+                        isinstance(node.slice.value, str):
+                    keys.add(node.slice.value)
+            for node in source.of(ast.Call):
+                if node.func.__class__ is ast.Attribute and node.func.attr in ("setdefault", "update") and \
+                        node.args and node.args[0].__class__ is ast.Constant and isinstance(node.args[0].value, str):
+                    keys.add(node.args[0].value)
+                if node.func.__class__ is ast.Attribute and node.func.attr == "update":
+                    keys.update(k.arg for k in node.keywords if k.arg)
+        found = program.__dict__["_keys_set_in_code"] = frozenset(keys)
+    return found
+
+
 # what reads a YAML config file into a dict (the lists config_values reads are YAML's)
 _YAML_READERS = ("yaml.safe_load", "yaml.load", "yaml.full_load", "omegaconf.OmegaConf.load")
 

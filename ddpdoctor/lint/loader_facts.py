@@ -3495,10 +3495,14 @@ class LoaderFacts:
         call into fn comes after such a seeding in its caller (a CIFAR-LT dataset's `__init__`
         seeding numpy, then calling the method that shuffles), a couple of callers up."""
         # (a seeding under a test, `if args.seed is not None: random.seed(args.seed)` with --seed
-        # unset by default, may not run: not counted)
+        # unset by default, may not run: not counted - unless the draw sits under the same tests,
+        # `if not test_only: random.seed(seed); random.shuffle(train_set.samples)`: it runs wherever
+        # the draw does)
         held = fn.__dict__.get("_call_conds", {})
+        mine = held.get(id(call), ())
         if any(other.lineno < call.lineno and _SEED_STREAMS.get(self.program.qualify(other.func, fn) or "") == stream
-               and other.args and not self.mentions_rank(other.args[0], fn) and not held.get(id(other))
+               and other.args and not self.mentions_rank(other.args[0], fn)
+               and mine[:len(held.get(id(other), ()))] == held.get(id(other), ())
                for other in fn.own_calls):
             return True
         sites = self.callers().get(fn, []) if depth > 0 else []

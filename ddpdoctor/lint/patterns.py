@@ -760,8 +760,17 @@ def fresh_model(program: Program, value: ast.AST, fn: Function, depth: int = 3,
             return all(fresh_model(program, v, fn, depth, seen) for v in bound)
         values = [(v, scope) for v, scope in program.values_of(value, fn, 2) if v is not value]
         return bool(values) and all(fresh_model(program, v, scope, depth - 1, seen) for v, scope in values)
+    if _self_field(value):
+        # `self.model(x)` with `self.model = nn.Sequential(...)` in the object's own methods (a
+        # probe classifier fitted on embeddings), a field no DDP(...) anywhere is handed
+        if depth <= 0 or value.attr in _fields_handed_to_ddp(program):
+            return False
+        values = [(v, scope) for v, scope in program.values_of(value, fn, 2) if v is not value]
+        return bool(values) and all(fresh_model(program, v, scope, depth - 1, seen) for v, scope in values)
     if not isinstance(value, ast.Call) or program.ddp_call(value, fn):
         return False
+    if value.args and program.qualify(value.func, fn) == "copy.deepcopy":
+        return fresh_model(program, value.args[0], fn, depth, seen)  # (`bestmodel = copy.deepcopy(self.model)`)
     if not isinstance(value.func, ast.Attribute) and _ddp_made(program, value, fn) is not None:
         return False  # `model = get_model(cfg, local_rank)` ending in `return DDP(model)`: a factory's wrapper
     if isinstance(value.func, ast.Attribute) and value.func.attr in ("from_pretrained", "from_config"):
@@ -774,6 +783,17 @@ def fresh_model(program: Program, value: ast.AST, fn: Function, depth: int = 3,
     if full.startswith("torch.nn.") and not full.endswith("DataParallel"):
         return True
     return program.is_class(program.callee(value.func, fn)) or program.class_of(value, fn) is not None
+
+
+def _fields_handed_to_ddp(program: Program) -> frozenset:
+    """The attribute names of the objects' fields a reached DDP(...) wraps (`DDP(self.model)`,
+    `DDP(trainer.model)`), worked out once: a field of that name may hold a wrapper."""
+    found = program.__dict__.get("_fields_to_ddp")
+    if found is None:
+        found = program.__dict__["_fields_to_ddp"] = frozenset(
+            call.args[0].attr for fn in program.reachable for call in fn.own_calls
+            if call.args and call.args[0].__class__ is ast.Attribute and program.ddp_call(call, fn))
+    return found
 
 
 def plain_loss(program: Program, node: ast.AST, fn: Function, depth: int = 3) -> bool:
@@ -791,7 +811,7 @@ def plain_loss(program: Program, node: ast.AST, fn: Function, depth: int = 3) ->
             if isinstance(sub, ast.Call):
                 if ddp_model(program, sub, fn) is not None:
                     return False
-                if isinstance(sub.func, ast.Name) and fresh_model(program, sub.func, fn):
+                if (isinstance(sub.func, ast.Name) or _self_field(sub.func)) and fresh_model(program, sub.func, fn):
                     seen_plain = True
                 continue
             if not (isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load)):
@@ -850,8 +870,11 @@ def _one_process_side(program: Program, node: ast.AST, fn: Function) -> bool:
         return False
     for _, _, owner, field in reaching._path_to(fn.node, node) or ():
         if owner.__class__ is ast.If and (
-                (field == "orelse" and program.ranks.distributed_run(owner.test, fn)) or
-                (field == "body" and program.ranks.one_process_run(owner.test, fn))):
+                (field == "orelse" and (program.ranks.distributed_run(owner.test, fn)
+                                        or program.ranks.launched(owner.test, fn))) or
+                # (`if self.rank == -1:` of a trainer handed no rank: launched without a launcher)
+                (field == "body" and (program.ranks.one_process_run(owner.test, fn)
+                                      or program.ranks.single_process(owner.test, fn)))):
             return True
     return False
 
@@ -1189,6 +1212,9 @@ def _wrapper_of(program: Program, call: ast.Call, fn: Function):
             return _ddp_held(program, node.value, fn, call)
         node = node.value
     receiver = call.func.value if isinstance(call.func, ast.Attribute) else call.func
+    if receiver.__class__ is ast.Call and (inner := unwrapped_from(receiver)) is not None:
+        # (`accelerator.unwrap_model(model).get_loss(x)`: the module inside, read off in the call)
+        return _ddp_held(program, inner, fn, call)
     # (`self.model(x)` with `self.model = model.module`: the field's values, as a name's)
     field = _unwrapped_apart(program, call.func, fn) if _self_field(call.func) else []
     if not isinstance(receiver, ast.Name) and not (isinstance(receiver, ast.Attribute) and dotted(receiver)):
@@ -1388,6 +1414,8 @@ def _round_the_wrapper(program: Program, call: ast.Call, fn: Function) -> bool:
     if _through_module(call):
         return True
     receiver = func.value
+    if receiver.__class__ is ast.Call and unwrapped_from(receiver) is not None:
+        return True  # (`accelerator.unwrap_model(model).get_loss(x)`: read off in the call itself)
     if isinstance(receiver, ast.Attribute) and dotted(receiver):
         # `self.model.training_step(batch)` in the `else:` of `isinstance(self.model, DDP)`; and
         # `self.model.calculate_loss(x)` with `self.model = DDP(net).module` (the field's values)

@@ -36,7 +36,7 @@ from typing import Any, Optional
 from ddpdoctor.lint.defaults import OPTION_TEST, _assigned, config_key_unset, option_off, settled
 from ddpdoctor.lint.fact_builder import _rebound, _single_process, argument_at, group_query, loc, set_false_above
 from ddpdoctor.lint.nodes import children, param_defaults, walk
-from ddpdoctor.lint.patterns import SCALAR_DRAWS, _construction_constants, _decided_by, built_class, call_chain, call_keywords, dotted, is_const, keyword, kept_keywords, last_name, loader_call, loader_dataset, own_keyword, text
+from ddpdoctor.lint.patterns import GLOBAL_DRAWS, SCALAR_DRAWS, _construction_constants, _decided_by, built_class, call_chain, call_keywords, dotted, is_const, keyword, kept_keywords, last_name, loader_call, loader_dataset, own_keyword, text
 from ddpdoctor.lint.worker_seeds import RANK_WORDS, UnrankedSeed, left_at_zero
 
 Builder = Any  # ddpdoctor.lint.facts.FactBuilder (facts imports this module, not the reverse)
@@ -899,12 +899,21 @@ def _class_draws(program, klass, bound: Optional[dict] = None) -> bool:
                (RANDOM_WORDS.search(_without_methods(_without_own(_live_source(program, method, bound), own,
                                                                   handed.get(name, ())), klass))
                 or _helpers_draw(program, method)
+                or _imported_draw(program, method)
                 or _inherited_draw(program, klass, method))
                # (where the class's own __getitem__ / __iter__ is in sight, only what the workers run
                # from it: GROVER's `shuffle(seed)`, which the main process calls, draws in no worker)
                if (name in reading if workers and name not in built else (name in named or name.startswith("__")))
                and name not in unreached else False
                for name, method in klass.methods.items())
+
+
+def _imported_draw(program, method) -> bool:
+    """The method calls a draw of the process's streams imported by its bare name (`from random
+    import sample`, then `sample(same_concept - {i}, 30)` for each item): what RANDOM_WORDS
+    cannot see in the text."""
+    return any(c.func.__class__ is ast.Name and program.qualify(c.func, method) in GLOBAL_DRAWS
+               for c in method.own_calls)
 
 
 def _kept_draw_applied(init, call_method) -> bool:

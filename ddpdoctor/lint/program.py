@@ -1831,7 +1831,9 @@ class Program:
                 # `from .base import *` (a package __init__ gathering its trainers): a name one of
                 # those local modules defines
                 if base != module.name and (base in self.by_name or base in self._waiting):
-                    found = self.full_symbol(f"{base}.{name}", 2)
+                    # (three hops: `from kit import *` of a package whose __init__ does `from
+                    # .core import *`, whose own does `from .trainer import *`: a dialogue toolkit's)
+                    found = self.full_symbol(f"{base}.{name}", 3)
                     if found is not None and (found.__class__ is not Module or self._binds_submodule(base, found)):
                         stars[key] = found
                         break

@@ -32,7 +32,7 @@ from ddpdoctor.lint.walker import (TERMINATORS, _negation_text, _never_returns, 
                                    side_conds)
 from ddpdoctor.lint.patterns import (_self_field, DDP_BACKWARD, DDP_FORWARD, FSDP_FORWARD, SCALAR_DRAWS, RankTest, engine_subclass, grad_off, last_name,
                                      no_grad_forward, through_grad_off, dotted, is_const, keyword, loader_call,
-                                     loss_round_the_wrapper, text, _loss_of, OPTIONS_HOLDER)
+                                     loss_round_the_wrapper, text, _loss_of, OPTIONS_HOLDER, fresh_model)
 
 Builder = Any  # ddpdoctor.lint.facts.FactBuilder (facts imports this module, not the reverse)
 Function = Any
@@ -2115,7 +2115,8 @@ def _backward_in(builder: Builder, fn: Function, stmts: list, depth: int) -> str
             if not isinstance(node, ast.Call):
                 continue
             if last_name(node.func) == "backward" and not module_method(builder.program, fn) and \
-                    not _round_backward(builder.program, node, fn) and not no_sync.backward_unsynced(fn, node):
+                    not _round_backward(builder.program, node, fn) and not no_sync.backward_unsynced(fn, node) \
+                    and not _plain_backward(builder.program, node, fn):
                 return f"{text(node.func, 40)}() in {fn.label} ({reduced_by(builder)})"
             if depth > 0:
                 for target in builder.program.resolve(node.func, fn)[0]:
@@ -2123,6 +2124,28 @@ def _backward_in(builder: Builder, fn: Function, stmts: list, depth: int) -> str
                     if found:
                         return found
     return ""
+
+
+def _plain_backward(program, call: ast.Call, fn: Function, depth: int = 3) -> bool:
+    """The backward of a loss whose forward, as fn computes it, is a model's built plain and no
+    DDP model's (SentEval's probe classifier fitted on each rank's embeddings: `output =
+    self.model(Xbatch)` with `self.model = nn.Sequential(...)`, `loss = self.loss_fn(output, y)`):
+    nothing to all-reduce. The data it is handed (parameters) is read as data."""
+    if not isinstance(call.func, ast.Attribute) or fn.node is None or isinstance(fn.node, ast.Module):
+        return False
+    todo, seen, plain = [(_loss_of(call.func.value), depth)], set(), False
+    while todo:
+        expr, left = todo.pop()
+        for sub in walk(expr):
+            if sub.__class__ is ast.Call:
+                if program.ddp_model(sub, fn) is not None:
+                    return False
+                if (sub.func.__class__ is ast.Name or _self_field(sub.func)) and fresh_model(program, sub.func, fn):
+                    plain = True
+            elif sub.__class__ is ast.Name and sub.ctx.__class__ is ast.Load and left > 0 and sub.id not in seen:
+                seen.add(sub.id)
+                todo.extend((v, left - 1) for v in reaching.reaching_values(fn.node, sub.id, sub) or ())
+    return plain
 
 
 def _round_backward(program, call: ast.Call, fn: Function) -> bool:

@@ -791,7 +791,7 @@ class RankFlow:
             # (or `(local_rank == 0) if local_rank != -1 else True`: the rank handed at all, as
             # torch.distributed.launch hands it, against the option's one-process default)
             if sum(1 for s in sides if s) == 1 and (self.uniform(test.test, fn) or _guards_receiver(test)
-                                                    or self._launched(test.test, fn)
+                                                    or self.launched(test.test, fn)
                                                     or self.single_process(test.test, fn)) and \
                     any(isinstance(side, ast.Constant) and isinstance(side.value, bool)
                         for side in (test.body, test.orelse)):
@@ -1819,7 +1819,7 @@ class RankFlow:
                     or (isinstance(op, ast.Lt) and value == 2)
         return False
 
-    def _launched(self, node: ast.AST, fn: Function) -> bool:
+    def launched(self, node: ast.AST, fn: Function) -> bool:
         """`local_rank != -1` (`>= 0`, `is not None`): a rank handed at all, single_process's
         test the other way round."""
         if not (isinstance(node, ast.Compare) and len(node.ops) == 1):
