@@ -38,7 +38,10 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
         judged, nor loops that only processes wrapping no model run (every way in starts at an
         mp.spawn target whose calls, a few deep, build no DDP model and prepare nothing: a
         pipeline stage's worker spawned beside the DDP one), nor loops whose backward never reaches a DDP model (a plain student trained
-        against a detached DDP teacher), whose step helper clears the gradients first, or
+        against a detached DDP teacher), whose step helper clears the gradients first, whose
+        step sits beside a side that clears them without stepping (`if not isfinite(loss):
+        opt.zero_grad() else: opt.step()`: a skipped batch - not a side that steps, then clears,
+        `else: scaler.step(opt); opt.zero_grad()`, the mixed-precision half of the step), or
         whose accumulation count is 1 on every way in (a literal `% 1`, a module constant at 1
         nothing rebinds, an option at 1 on the run as launched - given 1 by some launches and
         left at its declared default 1 by the others too -, or a step test the options make

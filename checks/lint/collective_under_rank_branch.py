@@ -133,6 +133,10 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         declared with one constant default and assigned nowhere the lint reads, is taken at
         that default: an error that names it (the run hangs as shipped; a run that sets the
         switch may not).
+        A branch no shipped config takes is not reported: `if opt['model'] in ['vsr'] and
+        rank <= 0:` on the dict the project's own loader read from YAML (`opt =
+        options.parse(args.opt)` returning what `yaml.load(f)` read, and a converter handing it
+        back), where every config beside the script gives the key another value and no code sets it.
         A collective under a module's `if self.training:` reached from a function the rank
         test guards that puts the model in eval mode first (`model.eval()`, no `.train()`
         after it) is not reported: on that way the module is not training.

@@ -38,7 +38,8 @@ def double_sharding(facts: LintFacts) -> list[Problem] | Skipped:
         nothing, or seeds each process with its rank (`torch.manual_seed(args.seed + rank)`
         before the split) - not a draw under a test the dataset's construction makes false,
         nor one right after the function seeds that stream itself with no rank in the seed
-        (`np.random.seed(seed); np.random.shuffle(order)`: a class order every rank draws alike),
+        (`np.random.seed(seed); np.random.shuffle(order)`: a class order every rank draws alike,
+        also under the draw's own tests: `if not test_only: random.seed(seed); random.shuffle(s)`),
     also a scalar draw that decides which items a loop keeps (`ticket = randint(0, 1000)`, then
     `if ticket > share * 1000: continue`, or the item appended under such a test), in the
     constructor or in a method of its own the script calls on the dataset before the sampler

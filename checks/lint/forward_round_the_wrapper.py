@@ -19,10 +19,12 @@ def forward_round_the_wrapper(facts: LintFacts) -> list[Problem] | Skipped:
         takes, and the distributed side of `model(x) if not is_distributed else
         model.module(x)` with the model wrapped under `if is_distributed:`; an `else:` of the
         distributed run's own test, `self.model.get_loss(x)` beside `if cfg.multi_gpu: loss =
-        self.model.module.get_loss(x)`, is the one-process run's), a name bound to it
+        self.model.module.get_loss(x)`, is the one-process run's, as is the body of a trainer's
+        `if self.rank == -1:`), a name bound to it
         (`model_without_ddp = model.module`, a trainer's field `self.model = model.module`
         set in `__init__` from the wrapper it is handed, `getattr(model, "module", model)`,
-        `accelerator.unwrap_model(model)`), called as it is (`raw = model.module; raw(x)`,
+        `accelerator.unwrap_model(model)`, also read off in the call itself:
+        `accelerator.unwrap_model(model).get_loss(items)`), called as it is (`raw = model.module; raw(x)`,
         or a helper handed `model = wrapped.module` where the other value of `model` sits on the
         one-process side of the same test: `if not args.dist: model = net`), the model handed to `DDP(...)` under its own name
         (`ddp = DDP(net)`, then `net.loss(batch)`), an object handed the plain module before

@@ -126,7 +126,10 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
         helper returns under its config and counters (`loss, aux = step(x)`, then `if aux is not
         None:`), the answer of a helper that returns constants only (`if train_one_step(batch):
         break`, True past a step count), or a stopper a trainer steps itself on every rank before
-        testing it, whatever another trainer does with its own under a rank test. Nor is a None
+        testing it, whatever another trainer does with its own under a rank test. Nor is a
+        loop that waits only in the backward of a model built plain (a probe classifier fitted
+        on each rank's embeddings, `self.model = nn.Sequential(...)`, stopping early on its own
+        dev accuracy): that backward all-reduces nothing. Nor is a None
         test on the batch a prefetcher of the script's own hands out (`input, labels = data`,
         `if input is None: break`) when that class catches the wrapped loader's StopIteration
         and hands out None instead: the loader's end, which ranks reading equal shards meet at

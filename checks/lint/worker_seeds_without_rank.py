@@ -28,7 +28,8 @@ def worker_seeds_without_rank(facts: LintFacts) -> list[Problem] | Skipped:
           training loader with workers: reported at the seeding call;
         - a training loader with workers and neither of those (or a worker_init_fn that reseeds
           from `torch.initial_seed()`), whose dataset draws random numbers (its class, builder,
-          transform or collate_fn says random / Rand... / augment / jitter / flip), in a script
+          transform or collate_fn says random / Rand... / augment / jitter / flip, or calls a
+          draw imported by its bare name: `from random import sample`), in a script
           whose ranks all seed torch with the same value (`torch.manual_seed(args.seed)`,
           `seed_everything(cfg.seed)`, `set_seed(seed)`, lhotse's `fix_random_seed(seed)`, or
           a seed rank 0 broadcast to all: `dist.broadcast(t, src=0); seed = t.item()`): each
