@@ -507,6 +507,10 @@ def _loop_config_leaf(part: ast.AST, program: Program, fn) -> Optional[bool]:
     return answers.pop() if len(answers) == 1 else None
 
 
+# what reads a YAML config file into a dict (the lists config_values reads are YAML's)
+_YAML_READERS = ("yaml.safe_load", "yaml.load", "yaml.full_load", "omegaconf.OmegaConf.load")
+
+
 def loaded_config_truth(test: ast.AST, program: Program, fn) -> Optional[bool]:
     """The truth of a test on a key of the dict the run's YAML config was read into, where every
     config beside the script decides it alike: `if opt['model'] in ['vsr']:` with `opt =
@@ -527,7 +531,8 @@ def _loaded_key_leaf(part: ast.AST, program: Program, fn) -> Optional[bool]:
         node = node.value
     if not keys or node.__class__ is not ast.Name or keys[0] in _keys_set_in_code(program):
         return None
-    if not all(_yaml_loaded(value, scope, program, _LOADER_DEPTH) for value, scope in program.values_of(node, fn)):
+    loads = program.values_of(node, fn)
+    if not loads or not all(_yaml_loaded(value, scope, program, _LOADER_DEPTH) for value, scope in loads):
         return None
     held = program.config_file_values(tuple(keys))
     if not held:
@@ -575,17 +580,19 @@ def _keys_set_in_code(program: Program) -> frozenset:
                         isinstance(node.slice.value, str):
                     keys.add(node.slice.value)
             for node in source.of(ast.Call):
-                if node.func.__class__ is ast.Attribute and node.func.attr in ("setdefault", "update") and \
-                        node.args and node.args[0].__class__ is ast.Constant and isinstance(node.args[0].value, str):
+                method = node.func.attr if node.func.__class__ is ast.Attribute else None
+                if method == "setdefault" and node.args and node.args[0].__class__ is ast.Constant and \
+                        isinstance(node.args[0].value, str):
                     keys.add(node.args[0].value)
-                if node.func.__class__ is ast.Attribute and node.func.attr == "update":
+                elif method == "update":
+                    # (`opt.update(model="vsr")`, `opt.update({"model": "vsr"})`)
                     keys.update(k.arg for k in node.keywords if k.arg)
+                    keys.update(k.value for arg in node.args if arg.__class__ is ast.Dict for k in arg.keys
+                                if k.__class__ is ast.Constant and isinstance(k.value, str))
         found = program.__dict__["_keys_set_in_code"] = frozenset(keys)
     return found
 
 
-# what reads a YAML config file into a dict (the lists config_values reads are YAML's)
-_YAML_READERS = ("yaml.safe_load", "yaml.load", "yaml.full_load", "omegaconf.OmegaConf.load")
 
 
 def _config_list(node: ast.AST, fn, program: Program) -> Optional[set]:
@@ -601,9 +608,8 @@ def _config_list(node: ast.AST, fn, program: Program) -> Optional[set]:
             value = value.value
         if not keys or value.__class__ not in (ast.Name, ast.Attribute):
             return None
-        loads = program.values_of(value, scope)
-        if not all(v is not value and v.__class__ is ast.Call and program.qualify(v.func, s) in _YAML_READERS
-                   for v, s in loads):
+        if not all(v is not value and _yaml_loaded(v, s, program, _LOADER_DEPTH)
+                   for v, s in program.values_of(value, scope)):
             return None
         held = program.config_file_values(tuple(keys), lists=True)
         if not held:

@@ -82,6 +82,16 @@ def test_a_key_the_code_sets_is_not_the_files_alone(tmp_path):
     assert len(_codes(found, "DDP801")) == 2
 
 
+def test_a_key_a_dict_update_sets_is_not_the_files_alone(tmp_path):
+    # twin: `opt.update({"mode": ...})` may change the key the configs give
+    files = dict(LOADED)
+    files["train.py"] = files["train.py"].replace(
+        "            opt = options.to_none_dict(opt)\n",
+        "            opt = options.to_none_dict(opt)\n            opt.update({'mode': args.opt})\n")
+    found = lint_tree(tmp_path, files)
+    assert len(_codes(found, "DDP801")) == 2
+
+
 # ------------------------------------ Accelerate's unwrap_model read off inside the call
 # `accelerator.unwrap_model(model).get_loss(items)` runs the module inside the wrapper prepare()
 # built: the backward that follows all-reduces nothing (DDP810), and no accumulation sync is
