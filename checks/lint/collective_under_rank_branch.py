@@ -35,7 +35,9 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         or a trainer keeps moved (`self.model = model.to(device)` of the wrapper it is handed),
         `model, loss = train_one_epoch(model, ...)`; a builder unpacked from a table of
         networks, `net, w = table[arch]; net(weights=w)`, or a Hydra `instantiate(cfg.model)`
-        of the classes the `model` config group names, stands for them as most of them are),
+        of the classes the `model` config group names, or pytorch-template's `config.init_obj(
+        "arch", module_arch)` of a module's classes the JSON or YAML configs beside the script
+        name (`"type": "ResNeXt50Model"`), stands for them as most of them are),
         the forward of a FullyShardedDataParallel model (torch's or
         fairscale's, not NO_SHARD: it all-gathers the parameters, gradients on or off; a
         warning where the name holds a DDP model on another way, `model = FSDP(model) if
@@ -176,7 +178,8 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         another value runs on every rank.
         A rank that raises under a rank test crashes the job;
         what follows is not rank-conditional. A collective that runs only past a rank's early
-        exit from a loop (`if stop and is_main: break`, or `sys.exit()`), or past its skip of
+        exit from a loop (`if stop and is_main: break`, or `sys.exit()`, or rank 0's `return`
+        from the function on a test that is more than a rank test), or past its skip of
         the rest of a pass on a test that is more than a rank test (`if resuming and rank == 0:
         continue`), is that exit's
         consequence: DDP809 reports the exit, once, and DDP801 does not report each collective
@@ -219,7 +222,8 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
     # (also where the test that leaves reads rank 0's own state: `if rank == 0 and epoch -
     # last_better > patience: break`, reported as that state's decision)
     exits = {str(d.location) for d in getattr(facts, "rank_local", [])
-             if (d.kind == "rank_exit" and (d.action in ("break", "exit") or (d.action == "continue" and d.open_test)))
+             if (d.kind == "rank_exit" and (d.action in ("break", "exit", "end")
+                                            or (d.action == "continue" and d.open_test)))
              or (d.kind == "rank_state" and d.action == "break")}
     for found in facts.guarded_collectives:
         if str(found.guard_location) in exits:

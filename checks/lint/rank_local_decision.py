@@ -94,12 +94,19 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
         - the program ended under a rank test outside any loop (`if accelerator.is_local_main_process
           and os.path.exists(out): exit(0)` in the main block) while the rest runs collective work
           on every rank: a rank that exits 0 ends nothing else, the others wait for it (a warning
-          when a further test decides the exit).
+          when a further test decides the exit); so is rank 0's plain `return` out of the
+          function on a test that is more than a rank test (`if remaining_steps <= 0 and
+          is_main(): return` on a resume, the training after it every other rank's), once, at
+          the decision (not `if rank != 0 and not cfg.every_rank: return`, which leaves rank 0
+          alone at what follows: DDP801's place, the collective).
         The same for a script whose model is FSDP (FSDP1's class or FSDP2's `fully_shard`)
         and not DDP: its forward all-gathers and its backward reduce-scatters, so a rank that
         skips either strands the others as a skipped DDP backward does.
         An error where the variable is provably set on some ranks only and the test runs on
-        every rank; a warning, naming the assumption, otherwise (and always for a tensor
+        every rank (a test at the top of a `while True:` body runs: the body is entered; a
+        count every rank starts alike - a constant, a checkpoint's value, `start + 1` of what
+        a local loading helper returns, `0` or `ckpt["iter"]` - then steps only on rank 0, is
+        set on rank 0 alone); a warning, naming the assumption, otherwise (and always for a tensor
         value: it differs only when the batches do; and where the rank-only assignment of a
         flag to a constant sits under a further test, unless that test is a counter its own
         method steps reaching its bound - `self.counter += 1; if self.counter >=
@@ -163,15 +170,17 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
                 message = (f"`{found.decision}` at {found.location} skips the rest of the pass (continue) only "
                            f"where `{found.guard}` holds: the other ranks run it and wait in {found.work}")
             else:
-                leaves = {"return": "the function (return)", "exit": "the program (exit)"}.get(
-                    found.action, "the loop (break)")
-                # (a rank that ends the program leaves the others wherever they stand next)
-                then = "go on and wait" if found.action == "exit" else "go on into the next pass and wait"
+                leaves = {"return": "the function (return)", "exit": "the program (exit)",
+                          "end": "the function (return) outside any loop"}.get(found.action, "the loop (break)")
+                # (a rank that ends the program, or its function, leaves the others wherever they
+                # stand next)
+                then = "go on and wait" if found.action in ("exit", "end") else "go on into the next pass and wait"
                 message = (f"`{found.decision}` at {found.location} leaves {leaves} only where `{found.guard}` "
                            f"holds: the other ranks {then} in {found.work}")
             hint = ("decide the stop on every rank: compute it where it is known, share it "
                     "(dist.broadcast from that rank), then "
-                    + ("exit on every rank" if found.action == "exit" else "break on every rank"))
+                    + ("exit on every rank" if found.action == "exit" else "return on every rank"
+                       if found.action == "end" else "break on every rank"))
         elif found.kind == "signal_state":
             message = (f"`{found.decision}` at {found.location} decides ({found.action}) on every rank on "
                        f"`{found.value}`, which the signal handler {found.guard} sets (at {found.assigned}) in "

@@ -47,7 +47,9 @@ def worker_seeds_without_rank(facts: LintFacts) -> list[Problem] | Skipped:
           under an option the launch leaves off (`if opt.debug: set_random_seed(0)`, --debug a
           store_true no launch gives), or under a test on a key of the YAML config that no
           config shipped beside the script sets (`if config["seed"] is not None:`, each config
-          holding `#seed: 0` commented out, the loader filling the key with None) - unless the
+          holding `#seed: 0` commented out, the loader filling the key with None), or under the
+          script's own top-level switch bound only to False that no function moves
+          (`deterministic = False`, then `if deterministic: torch.manual_seed(SEED)`) - unless the
           script stops a distributed run that leaves it unset (`if args.seed is None and
           args.gpus > 1: raise ...`). A seeding helper called
           without its seed takes its default as written (`def set_seed(seed=SEED)`, `SEED = 42`

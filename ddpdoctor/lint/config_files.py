@@ -276,15 +276,18 @@ def named_in_configs(script: Path, read: list) -> list[str]:
 
 def named_values(script: Path, names: set, read: list) -> set:
     """Which of `names` (class names) a YAML config beside the script gives as a value of its
-    own (`trainer_type: E2TTSTrainer`): the ones the launch may pick by a configured name. read:
-    gets each config that names one (the lint cache digests it)."""
+    own (`trainer_type: E2TTSTrainer`), or a JSON one (pytorch-template's `"type":
+    "ResNeXt50Model",`): the ones the launch may pick by a configured name. read: gets each
+    config that names one (the lint cache digests it)."""
     wanted = sorted(n for n in names if n.isidentifier())
     if not wanted:
         return set()
-    value = re.compile(r":[ \t]*['\"]?(%s)['\"]?[ \t]*(?:#.*)?$" % "|".join(map(re.escape, wanted)), re.MULTILINE)
+    either = "|".join(map(re.escape, wanted))
+    value = re.compile(r":[ \t]*['\"]?(%s)['\"]?[ \t]*(?:#.*)?$" % either, re.MULTILINE)
+    quoted = re.compile(r'":[ \t]*"(%s)"[ \t]*,?[ \t]*$' % either, re.MULTILINE)
     found: set = set()
-    for config, body in _beside(script, (".yaml", ".yml"), MAX_CONFIGS, MAX_CONFIG_BYTES):
-        hits = set(value.findall(body))
+    for config, body in _beside(script, (".yaml", ".yml", ".json"), MAX_CONFIGS, MAX_CONFIG_BYTES):
+        hits = set((quoted if config.suffix == ".json" else value).findall(body))
         if hits and str(config) not in read:
             read.append(str(config))
         found |= hits

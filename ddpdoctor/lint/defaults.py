@@ -155,6 +155,49 @@ def config_key_unset(test_text: str, program: Program) -> bool:
 MAX_KEYS_ASKED = 64
 
 
+def unset_config_get(value: ast.AST, program: Program) -> bool:
+    """`opt.dataloader.get("noise_ratio")`, with no default, where the YAML configs beside the
+    script set other keys the code reads off the same `opt.dataloader` and none sets this one,
+    and no code stores it: None on every shipped config (PCME++'s noisy-correspondence switch)."""
+    if not (value.__class__ is ast.Call and value.func.__class__ is ast.Attribute and value.func.attr == "get"
+            and len(value.args) == 1 and not value.keywords and value.args[0].__class__ is ast.Constant
+            and isinstance(value.args[0].value, str)):
+        return False
+    path, node = [], value.func.value
+    while node.__class__ is ast.Attribute or (node.__class__ is ast.Subscript and node.slice.__class__ is ast.Constant
+                                              and isinstance(node.slice.value, str)):
+        path.insert(0, node.attr if node.__class__ is ast.Attribute else node.slice.value)
+        node = node.value
+    key = value.args[0].value
+    if node.__class__ is not ast.Name or len(path) > 4 or program.config_file_values((*path, key)) != set():
+        return False  # (None: some config gives it a value this does not read - it may be set)
+    # (the other keys read off a dict of the same section: `.get("k")`, `["k"]`, `.k` of what
+    # ends in `dataloader` - `self.opt.dataloader.data_path` in another module too)
+    section, others = path[-1] if path else node.id, set()
+
+    def of_section(held: ast.AST) -> bool:
+        return last_name(held) == section or (held.__class__ is ast.Subscript and held.slice.__class__ is ast.Constant
+                                              and held.slice.value == section)
+    for source in program.files:
+        for call in source.of(ast.Call):
+            if call.func.__class__ is ast.Attribute and call.func.attr == "get" and call.args and \
+                    call.args[0].__class__ is ast.Constant and isinstance(call.args[0].value, str) and \
+                    call.args[0].value != key and of_section(call.func.value):
+                others.add(call.args[0].value)
+        for sub in source.of(ast.Subscript):
+            if sub.slice.__class__ is ast.Constant and sub.slice.value == key and sub.ctx.__class__ is ast.Store:
+                return False  # (the code stores it)
+            if sub.slice.__class__ is ast.Constant and isinstance(sub.slice.value, str) and \
+                    sub.slice.value != key and of_section(sub.value):
+                others.add(sub.slice.value)
+        for read in source.of(ast.Attribute):
+            if read.attr == key and read.ctx.__class__ is ast.Store:
+                return False
+            if read.attr != key and read.attr != "get" and of_section(read.value):
+                others.add(read.attr)
+    return any(program.config_file_values((*path, other)) for other in sorted(others)[:MAX_KEYS_ASKED])
+
+
 # The words of a test on how the run is launched (several GPUs, nodes, processes).
 LAUNCH_WORDS = re.compile(r"gpus|nodes|world_size|distributed|ddp|nproc|n_gpu|num_processes", re.IGNORECASE)
 

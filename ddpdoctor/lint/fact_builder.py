@@ -12,7 +12,7 @@ from typing import Iterator, Optional
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import reaching
-from ddpdoctor.lint.defaults import DIST_SWITCH, config_read, declared_off, off_at_launch, option_value, runs_once_at_launch, three_valued
+from ddpdoctor.lint.defaults import DIST_SWITCH, config_read, declared_off, off_at_launch, option_value, runs_once_at_launch, three_valued, unset_config_get
 from ddpdoctor.lint.nodes import blocks_around, parse_test as _test_of, walk
 from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_BUILT, DDP_FORWARD, SETUP_CALLS, fresh_model, fsdp_builder, plain_module, prepared_ddp, holds_no_ddp, dotted, grad_off_by, grad_switch, is_const, keyword, last_name,
                                      ddp_model, tests_around, text, through_grad_off, unwrapped_from)
@@ -1997,7 +1997,7 @@ def given_constants(callers: dict, fn: Function, param: str, depth: int = 3, tak
         if isinstance(value, ast.Constant) and isinstance(value.value, (bool, int, float, str, type(None))):
             found.add(value.value)
         elif isinstance(value, ast.Name) and (value.id in caller.params or value.id in caller.kwonly) and not caller.bindings.get(value.id):
-            above = given_constants(callers, caller, value.id, depth - 1)
+            above = given_constants(callers, caller, value.id, depth - 1, program=program)
             if above is None:
                 return None
             found |= above
@@ -2007,6 +2007,8 @@ def given_constants(callers: dict, fn: Function, param: str, depth: int = 3, tak
             found.add(held)
         elif program is not None and (held := program.ranks.module_constants(value, caller)) is not None:
             found |= held  # (`Loader(ds, distributed=ptu.distributed)`: the module global's constants)
+        elif program is not None and unset_config_get(value, program):
+            found.add(None)  # (`opt.dataloader.get("noise_ratio")` of a key no shipped config sets)
         elif program is not None and (held := config_read(value, program, caller)) is not None:
             # (`make_sampler(ds, shuffle=data_cfg["shuffle"])` with `shuffle: False` in every
             # config beside the script: what a launch with any of them hands in)
@@ -2188,7 +2190,9 @@ def _own_attr(node: ast.AST) -> bool:
 
 def _constants_of(callers: dict, fn: Function, name: str, program: Optional[Program] = None) -> Optional[set]:
     values = local_constants(fn, name)
-    if values is None and name in fn.params:
+    if values is None and name in fn.params and not _rebound(fn, name):
+        # (a parameter fn binds again - `mode = split if mode == "auto" else mode` - holds more
+        # than what the callers hand it)
         values = given_constants(callers, fn, name, program=program)
     return values
 

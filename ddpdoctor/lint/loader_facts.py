@@ -221,6 +221,19 @@ ITEM_DRAWS = frozenset({"torch.randperm", "numpy.random.permutation", "numpy.ran
 _KEYED_NAME = re.compile(r"""(\w+)\[['"](\w+)['"]\]""")
 
 
+def _one_pick(call: ast.Call, fn: Function, full: str) -> bool:
+    """A draw of one element, taken at once: `random.choices(options, weights=w, k=1)[0]` (or
+    with k left at 1), `np.random.choice(options)` with no size - a value, not a set of items."""
+    if full == "random.choices":
+        k = keyword(call, "k")
+        if not (k is None or is_const(k, 1)):
+            return False
+        return any(n.__class__ is ast.Subscript and n.value is call and is_const(n.slice, 0) for n in fn.own_of(ast.Subscript))
+    if full == "numpy.random.choice":
+        return len(call.args) == 1 and keyword(call, "size") is None and not any(k.arg is None for k in call.keywords)
+    return False
+
+
 def _keeps_by_draw(call: ast.Call, fn: Function, full: str) -> bool:
     """A scalar draw that decides which items a loop keeps: `x = randint(0, 5000)` then `if x >
     keep * 5000: continue` (or the item appended under a test of it), in a loop over the items -
@@ -2221,8 +2234,10 @@ class LoaderFacts:
             return "custom"  # (`sampler = sampler if ... else ...`: not followed round again)
         kinds = set()
         for value, scope in self.program.values_of(sampler, fn):
-            if isinstance(value, ast.Call) and self._never_built(value, scope):
-                continue  # `if use_distributed_sampler:` left False by every caller (operator_learning)
+            if isinstance(value, ast.Call) and (self._never_built(value, scope) or self.switched_off(scope, value)):
+                # `if use_distributed_sampler:` left False by every caller (operator_learning); `if
+                # self.distributed:` a constructor's `distributed=False` no construction changes
+                continue
             if isinstance(value, ast.IfExp):
                 # `RandomSampler(ds) if split == "train" else SequentialSampler(ds)`: either side's;
                 # `DistributedSampler(ds) if distributed else None` with `distributed=False` left
@@ -3446,7 +3461,10 @@ class LoaderFacts:
         on a builder's parameter its one caller leaves at the default 0 (read through that call)."""
         sites = [event.node for _, event in self.callers().get(scope, []) if isinstance(event.node, ast.Call)]
         context = ((scope, sites[0]),) if len(sites) == 1 else ()
+        # (or one no way in makes true: `if not noise_ratio: ... else: np.random.shuffle(idx)`
+        # where every call chain hands `noise_ratio` None, a config key no shipped config sets)
         return any(_cond_false(init, built, cond, flag, context)
+                   or never_true(self.callers(), init, cond, flag, self.program)
                    for cond, flag in init.__dict__.get("_call_conds", {}).get(id(inner), ()))
 
     def _alike_streams(self) -> set:
@@ -3471,6 +3489,8 @@ class LoaderFacts:
         if full not in ITEM_DRAWS and not _datasets_split(self.program, call, fn, full) and \
                 not _frame_sample(self.program, call, fn, full) and not _keeps_by_draw(call, fn, full):
             return ""
+        if full in ITEM_DRAWS and _one_pick(call, fn, full) and not _keeps_by_draw(call, fn, full):
+            return ""  # (one value for a field of an item, `random.choices(ids, weights, k=1)[0]`: no items picked)
         alike = self._alike_streams()
         # (scikit-learn's, pandas' and a datasets split's default seeds come from numpy's global stream)
         stream = "numpy" if full.startswith("sklearn.") or (full not in ITEM_DRAWS and full not in SCALAR_DRAWS) \
@@ -3863,6 +3883,9 @@ def _another_sampler_here(program, receiver: ast.AST, fn: Function, sampler: ast
     if receiver.__class__ is not ast.Name or receiver.id in fn.params or receiver.id in fn.kwonly:
         return False
     mine = [value for _, value, scope in program.lookup(receiver.id, fn) if scope is fn]
+    # (`DistributedSampler(ds, shuffle=False) if distributed else None`: its sampler side)
+    mine = [side for v in mine for side in ((v.body, v.orelse) if v.__class__ is ast.IfExp else (v,))
+            if not is_const(side, None)]
     return bool(mine) and all(v.__class__ is ast.Call and last_name(v.func) == "DistributedSampler" for v in mine) \
         and not any(v is sampler for v in mine)
 

@@ -2963,6 +2963,10 @@ def _buffered(program: Program, node: ast.AST, fn: Function, depth: int, seen: s
             if any(_buffered(program, v, s, depth - 1, seen)
                    for v, s in [*program.unpacked(value.id, scope), *_unpacked_dispatch(program, value.id, scope)]):
                 return True
+            # (or a name of another scope where values_of stopped following: the trainer's
+            # `self.model` handed `model` by the script's main, `model = config.init_obj(...)`)
+            if value is not node and scope is not fn and _buffered(program, value, scope, depth - 1, seen):
+                return True
         if isinstance(value, ast.Call) and value.func.__class__ is ast.Call:
             # `Model()()`: a factory that returns a builder (`return lambda: Wrapper([Conv(),
             # Transformer()])`), called at once: what the builder's body builds (ppgs' models)
@@ -2977,6 +2981,9 @@ def _buffered(program: Program, node: ast.AST, fn: Function, depth: int, seen: s
         if isinstance(value, ast.Call):
             if _picked_buffered(program, _instantiated(program, value, scope), seen):
                 return True  # (the classes a Hydra config key names: they stand for it as most are)
+            if value.func.__class__ is ast.Attribute and value.args and value.args[0].__class__ is ast.Constant and \
+                    _picked_buffered(program, program._module_factory_classes(value, scope), seen):
+                return True  # (`config.init_obj("arch", module_arch)`: the classes the configs name)
             picked = _eval_picks(program, value.func, scope)
             if picked and 2 * sum(
                     _class_buffered(program, k, seen) if program.is_class(k)

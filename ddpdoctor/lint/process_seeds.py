@@ -34,7 +34,7 @@ import re
 from typing import Any, Optional
 
 from ddpdoctor.lint.defaults import OPTION_TEST, _assigned, config_key_unset, option_off, settled
-from ddpdoctor.lint.fact_builder import _rebound, _single_process, argument_at, group_query, loc, set_false_above
+from ddpdoctor.lint.fact_builder import _rebound, _single_process, argument_at, group_query, loc, pinned_constants, set_false_above
 from ddpdoctor.lint.nodes import children, param_defaults, walk
 from ddpdoctor.lint.patterns import GLOBAL_DRAWS, SCALAR_DRAWS, _construction_constants, _decided_by, built_class, call_chain, call_keywords, dotted, is_const, keyword, kept_keywords, last_name, loader_call, loader_dataset, own_keyword, text
 from ddpdoctor.lint.worker_seeds import RANK_WORDS, UnrankedSeed, left_at_zero
@@ -256,8 +256,10 @@ def _seeding_calls(builder: Builder, own_init: bool = False) -> list[tuple[Funct
         # (`if seed is not None:` on the function's own parameter, which its callers hand a
         # value: the test is on what they give, not on a command-line option of that name)
         conds = tuple(c for c in conds if not _handed_param_test(fn, c[0]))
-        if _off_by_default(conds, program):
-            continue  # `if args.seed is not None: torch.manual_seed(args.seed)`, --seed unset by default
+        if _off_by_default(conds, program) or _script_switch_off(conds, fn, program):
+            # `if args.seed is not None: torch.manual_seed(args.seed)`, --seed unset by default; or
+            # `deterministic = False` at the script's top, then `if deterministic: manual_seed(SEED)`
+            continue
         if any(NO_GPU.search(cond) for cond, _ in conds):
             # `if torch.cuda.is_available(): torch.cuda.manual_seed_all(s) else: torch.manual_seed(s)`
             # (One-DM's fix_seed): on the GPUs the ranks run on, the generator the workers' seeds
@@ -365,6 +367,22 @@ def _off_unless_set(conds: tuple, program) -> bool:
     that no config shipped beside the script sets (config_key_unset)."""
     return any((option_off(cond, program) and not _assigned(OPTION_TEST.match(cond).group(1), program))
                or config_key_unset(cond, program) for cond, flag in conds)
+
+
+def _script_switch_off(conds: tuple, fn: Function, program) -> bool:
+    """A test of a module-level name the script binds only to false constants, that no function
+    moves (`deterministic = False`, then `if deterministic:`): a setting its user may edit, off
+    as shipped - as an option left at its false default, what the seeding needs is not there."""
+    for cond, flag in conds:
+        name = cond[4:] if cond.startswith("not ") else cond
+        if not flag or not name.isidentifier() or name in fn.params or fn.bindings.get(name) and \
+                not isinstance(fn.node, ast.Module):
+            continue
+        body = fn if isinstance(fn.node, ast.Module) else fn.module.body
+        values = pinned_constants(program, body, name) if body is not None else None
+        if values and all(bool(v) == (name != cond) for v in values):
+            return True
+    return False
 
 
 def _off_by_default(conds: tuple, program) -> bool:

@@ -2457,6 +2457,9 @@ class Program:
         if cls is ast.Subscript and func.value.__class__ is ast.Attribute and func.value.attr == "__dict__":
             # `core.__dict__[version].__dict__["Trainer"](cfg)` (ProPainter): a module's namespace
             return self._entries(self._namespace_entries(func, fn)), []
+        if cls is ast.Subscript and func.value.__class__ is ast.Call:
+            # `globals()["run_" + args.task]()`: each function of the module that name may spell
+            return self._entries(self._evaluated_names(func, fn)), []
         if cls is ast.Subscript:  # `BACKENDS[args.backend](args)`: any entry of a literal table
             table, path = func, []
             while table.__class__ is ast.Subscript:  # `LOADERS[name]["train"](args)`
@@ -3133,6 +3136,11 @@ class Program:
             if owner.__class__ is Module:
                 classes = [k for k in dict.fromkeys(self._module_names(owner, by_name=True).values())
                            if k.__class__ is Klass]
+                if len(classes) > 8:
+                    # (a model zoo: the few of its classes the configs beside the script name,
+                    # pytorch-template's `"arch": {"type": "ResNeXt50Model"}`, where they name any)
+                    named = self._configured_among(classes)
+                    classes = named if len(named) < len(classes) else []
                 if len(classes) <= 8:
                     found.extend(classes)
         return self._configured_among(found)
@@ -3170,14 +3178,20 @@ class Program:
             node.slice.__class__ is ast.Name and node.slice.id == "__name__" else []
 
     def _evaluated_names(self, func: ast.Call, fn: Function) -> list:
-        """`eval('get_{}'.format(cfg.dataset))`, `eval("Trainer_" + name)`: the functions and
-        classes the module sees - its own, imported by name, or through a `from pkg import *`
-        of a package that imports them by name - whose names fit what the string spells around
-        its one run-time part (a few at most: a dataset family, not any name)."""
-        if not (func.__class__ is ast.Call and func.func.__class__ is ast.Name and func.func.id == "eval"
-                and len(func.args) == 1 and not func.keywords and not self.lookup("eval", fn)):
+        """`eval('get_{}'.format(cfg.dataset))`, `eval("Trainer_" + name)`, and the same name
+        looked up in the module's namespace, `globals()["run_" + args.task]` (a command picked by
+        name): the functions and classes the module sees - its own, imported by name, or through
+        a `from pkg import *` of a package that imports them by name - whose names fit what the
+        string spells around its one run-time part (a few at most: a dataset family, not any name)."""
+        if func.__class__ is ast.Call and func.func.__class__ is ast.Name and func.func.id == "eval" \
+                and len(func.args) == 1 and not func.keywords and not self.lookup("eval", fn):
+            spelt = name_pattern(func.args[0])
+        elif func.__class__ is ast.Subscript and func.value.__class__ is ast.Call and not func.value.args \
+                and func.value.func.__class__ is ast.Name and func.value.func.id == "globals" \
+                and not self.lookup("globals", fn):
+            spelt = name_pattern(func.slice)
+        else:
             return []
-        spelt = name_pattern(func.args[0])
         if spelt is None or spelt[1] is None or not (spelt[0] or spelt[1]) or "." in spelt[0] + spelt[1]:
             return []
         prefix, suffix = spelt

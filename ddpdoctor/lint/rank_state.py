@@ -223,7 +223,7 @@ def _attribute_state(builder: Builder, methods: list, ddp: bool, everyone: list 
             continue
         # (`x += 1` on every rank keeps what rank 0 alone set apart: `rs.iter_num += 1` after a
         # resume only rank 0 read)
-        if all(_constant(_attr_value(i.node, attr)) or _restored(_attr_value(i.node, attr), f)
+        if all(_constant(_attr_value(i.node, attr)) or _restored(_attr_value(i.node, attr), f, builder.program)
                or i.node.__class__ is ast.AugAssign for f, i, r in items if not r):
             local[attr] = ranked[0]
             if all(i.conditional and isinstance(i.node, ast.Assign) and _constant(_attr_value(i.node, attr))
@@ -240,9 +240,18 @@ def _attribute_state(builder: Builder, methods: list, ddp: bool, everyone: list 
     holders = [(fn, stmts) for fn, stmts in everyone if fn not in owned] if local and klass is not None else []
     # (and of those a test that leaves - `if rs.iter_num > n: break` - before one that gates a
     # collective: leaving parts the ranks whatever the values)
+    callers = builder.callers()
+
+    def beside_setter(fn, item) -> bool:
+        # (a read in the setter's own function, or in one that calls it directly: the loop where
+        # the flag changes, which the rank that set it leaves first - not an outer loop's test)
+        setters = [local[n.attr][0] for n in walk(item.node.test) if n.__class__ is ast.Attribute and n.attr in local]
+        return any(s is fn or any(c is fn for c, _ in callers.get(s, [])) for s in setters)
+
     def first(pair: tuple) -> tuple:
         fn, item = pair
-        return item.conditional, _if_depth(fn, item.node) if item.conditional else 0, not _leaves(item.node)
+        return item.conditional, _if_depth(fn, item.node) if item.conditional else 0, not _leaves(item.node), \
+            not beside_setter(fn, item)
 
     def tests(pairs: list) -> Iterator[tuple]:
         # (only an unguarded if / while can decide: the sort then orders tens, not thousands)
@@ -395,15 +404,26 @@ def _answer_reads(method: Function, local: dict) -> list[str]:
 _LOADS = frozenset({"load", "safe_load", "full_load"})
 
 
-def _restored(value: Optional[ast.AST], fn: Function) -> bool:
+def _restored(value: Optional[ast.AST], fn: Function, program=None, depth: int = 2) -> bool:
     """`state["trainer"]["early_stopping"]` read from a state dict the method is handed or
     loads (`_restore(self, state_dict)`, `torch.load(path)`): every rank resumes from the same
-    checkpoint, so the value is the same on every rank (ParaGen's trainer state)."""
+    checkpoint, so the value is the same on every rank (ParaGen's trainer state). With the
+    program, also `start + 1` of such a value, and `start = load_model(net, opt, resume)`, a
+    local helper every return of which is a constant or such a value (`return 0` when not
+    resuming, `return ckpt["iter_step"]`)."""
     for _ in range(3):
         while isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Constant):
             value = value.value
         if isinstance(value, ast.Call) and last_name(value.func) in _LOADS:
             return True  # (`torch.load(path)`, `json.load(f)`, `yaml.safe_load(f)`: a saved file)
+        if program is not None and value.__class__ is ast.BinOp:
+            return all(_constant(side) or _restored(side, fn, program, depth)
+                       for side in (value.left, value.right))
+        if program is not None and depth > 0 and value.__class__ is ast.Call:
+            target = program.callee(value.func, fn)
+            return program.is_function(target) and target.node.__class__ is not ast.Module and \
+                bool(target.returned) and all(_constant(r) or _restored(r, target, program, depth - 1)
+                                              for r in target.returned)
         if not isinstance(value, ast.Name):
             return False
         if value.id in fn.params and value.id != "self" and "state" in value.id.lower():
@@ -506,8 +526,10 @@ def _statements(program, fn: Function, body: list, guards: tuple, loops: tuple,
                 # ... else: <one process's early stop>`, T5-CL): no ranks there to disagree
                 # (the script's `if __name__ == "__main__":` is no test: the run itself)
                 if not program.ranks.single_process(stmt.test, fn):
-                    yield from _statements(program, fn, stmt.body, guards, inner,
-                                           conditional or not is_main_block(stmt), on_value)
+                    # (`while True:`'s body is entered, as the script's main block is: no test)
+                    entered = is_main_block(stmt) or (stmt.__class__ is ast.While and stmt.test.__class__ is ast.Constant
+                                                      and stmt.test.value is True)
+                    yield from _statements(program, fn, stmt.body, guards, inner, conditional or not entered, on_value)
                 if not (stmt.orelse and program.ranks.single_process(ast.UnaryOp(ast.Not(), stmt.test), fn)):
                     yield from _statements(program, fn, stmt.orelse, guards, loops, True, on_value)
             else:
@@ -1766,10 +1788,14 @@ def _rank_process_exits(builder: Builder, fn: Function, stmts: list[_Stmt], ddp:
         stmt = item.node
         if not isinstance(stmt, ast.If) or item.loops or item.guards:
             continue
-        # (not `os._exit`: Python's docs keep it for the child of a fork(), not the rank itself)
-        leave = next((c for c in _breaks_in(stmt.body, None, (ast.Return,)) if _exits(c[1])
-                      and not text(c[1].value.func).endswith("_exit")), None)
-        if leave is None or any(_exits(c[1]) for c in _breaks_in(stmt.orelse, None, (ast.Return,))):
+        # (not `os._exit`: Python's docs keep it for the child of a fork(), not the rank itself;
+        # and a plain `return` out of the function, where the test is more than a rank test:
+        # `if remaining_steps <= 0 and is_main(): return` on a resume - rank 0's decision, which
+        # the collectives after it follow, where `if rank != 0: return` is DDP801's place)
+        leave = next((c for c in _breaks_in(stmt.body, None, (ast.Return,)) if (
+            _exits(c[1]) and not text(c[1].value.func).endswith("_exit")) or c[1].__class__ is ast.Return), None)
+        if leave is None or any(_exits(c[1]) or c[1].__class__ is ast.Return
+                                for c in _breaks_in(stmt.orelse, None, (ast.Return,))):
             continue
         way = way or _EveryWay(builder, fn, ddp)
         at = way.position.get(id(stmt))
@@ -1779,6 +1805,10 @@ def _rank_process_exits(builder: Builder, fn: Function, stmts: list[_Stmt], ddp:
         if test is None or test.polarity == "other" or \
                 any(never_true(builder.callers(), fn, part, True, builder.program) for part in test.open):
             continue
+        returns = leave[1].__class__ is ast.Return
+        if returns and not (test.open and test.polarity == "zero"
+                            and (leave[1].value is None or leave[1].value.__class__ is ast.Constant)):
+            continue  # (`if rank != 0 and not cfg.every_rank: return`, rank 0 on alone: DDP801's place)
         # `if not experiments and is_main: sys.exit(0)`: where the list is empty, the loops over
         # it that hold the later work run nothing on the ranks that stay either
         idle = {n for name in _emptied(stmt.test) for n in way.loops_over(name, at)}
@@ -1793,8 +1823,9 @@ def _rank_process_exits(builder: Builder, fn: Function, stmts: list[_Stmt], ddp:
         if around is not None:
             notes.append(_side_said(around, leave[1]))
         found.append(RankLocalDecision(
-            Location(fn.file.display, stmt.lineno), text(stmt.test), "exit", test.text, "rank_exit", work,
-            guard=test.text, assumption=", and ".join(notes), open_test=bool(test.open) or around is not None))
+            Location(fn.file.display, stmt.lineno), text(stmt.test), "end" if returns else "exit", test.text,
+            "rank_exit", work, guard=test.text, assumption=", and ".join(notes),
+            open_test=bool(test.open) or around is not None))
     return found
 
 

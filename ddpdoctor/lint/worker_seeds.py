@@ -515,12 +515,14 @@ def _has_workers(call: ast.Call, index: Optional[_Files] = None, scope: Optional
     return True
 
 
-def left_at_zero(name: str, scope: ast.AST, sources: list, called: Optional[str] = None) -> bool:
+def left_at_zero(name: str, scope: ast.AST, sources: list, called: Optional[str] = None,
+                 default=None) -> bool:
     """`def make_loader(ds, num_workers=0)` whose every call, by its name, leaves num_workers out:
     the loader runs no workers (sources: the program's files, lint/sources.SourceFile; called:
-    the name its calls use where that is not its own - a constructor's, its class's)."""
+    the name its calls use where that is not its own - a constructor's, its class's). default:
+    what else the default must be than 0 (a test of the node: `_is_none`)."""
     if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) or \
-            not _is_zero(param_defaults(scope).get(name, ast.Constant(None))):
+            not (default or _is_zero)(param_defaults(scope).get(name, ast.Name(id=name))):
         return False
     called = called or scope.name
     if called == "__init__":
@@ -542,6 +544,35 @@ def _base_init(func: ast.AST) -> bool:
 
 def _is_zero(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and node.value == 0 and not isinstance(node.value, bool)
+
+
+def _is_none(node: ast.AST) -> bool:
+    return node.__class__ is ast.Constant and node.value is None
+
+
+def _seeding_off(fn: ast.AST, call: ast.Call, bound: dict, scope: ast.AST, sources: list) -> bool:
+    """The worker_init_fn's seeding sits under `if seed is not None:` (or `if seed:`) on a
+    parameter that is None on every way in: its default, left by the partial, or the partial's
+    `seed=seed` of the builder's own parameter that every call of the builder leaves at None
+    (`def build_dataloader(ds, ..., seed=None)`): the workers are not seeded there."""
+    if isinstance(fn, ast.Lambda):
+        return False
+    for node in walk(fn):
+        if node.__class__ is not ast.If or not any(n is call for stmt in node.body for n in walk(stmt)):
+            continue
+        test = node.test
+        if test.__class__ is ast.Compare and len(test.ops) == 1 and test.ops[0].__class__ is ast.IsNot \
+                and _is_none(test.comparators[0]):
+            test = test.left
+        if test.__class__ is not ast.Name or test.id not in _params(fn):
+            continue
+        given = bound.get(test.id)
+        if given is None:
+            given = param_defaults(fn).get(test.id)
+        if given is not None and (_is_none(given) or given.__class__ is ast.Name and left_at_zero(
+                given.id, scope, sources, default=_is_none)):
+            return True
+    return False
 
 
 def gather(files: list, reachable: Optional[set] = None, functions: Optional[list] = None,
@@ -690,7 +721,7 @@ def _judge_init(init: ast.AST, index: _Files, where: Location, scope: ast.AST) -
         # `def worker_init_fn(worker_id, seed, rank=0)` bound by `partial(worker_init_fn,
         # seed=seed)` alone: its rank stays 0 on every rank, judged below like any constant
         return None
-    calls = list(_seeding_calls(fn))
+    calls = [c for c in _seeding_calls(fn) if not _seeding_off(fn, c, bound, scope, index.sources)]
     if not calls:
         return None
     pinned = frozenset(p for p in params[1:] if RANK_WORDS.search(p) and _left_at_constant(fn, p, bound))
