@@ -169,11 +169,23 @@ def unset_config_get(value: ast.AST, program: Program) -> bool:
         path.insert(0, node.attr if node.__class__ is ast.Attribute else node.slice.value)
         node = node.value
     key = value.args[0].value
-    if node.__class__ is not ast.Name or len(path) > 4 or program.config_file_values((*path, key)) != set():
+    if node.__class__ is not ast.Name or len(path) > 4:
+        return False
+    # (asked again for every way into a builder: each section's key answered once, the program's
+    # files scanned once per answer)
+    memo = program.__dict__.setdefault("_unset_config_gets", {})
+    asked = (node.id if not path else "", *path, key)
+    if asked not in memo:
+        memo[asked] = _key_unset_in_section(program, path, node.id, key)
+    return memo[asked]
+
+
+def _key_unset_in_section(program: Program, path: list, root: str, key: str) -> bool:
+    if program.config_file_values((*path, key)) != set():
         return False  # (None: some config gives it a value this does not read - it may be set)
     # (the other keys read off a dict of the same section: `.get("k")`, `["k"]`, `.k` of what
     # ends in `dataloader` - `self.opt.dataloader.data_path` in another module too)
-    section, others = path[-1] if path else node.id, set()
+    section, others = path[-1] if path else root, set()
 
     def of_section(held: ast.AST) -> bool:
         return last_name(held) == section or (held.__class__ is ast.Subscript and held.slice.__class__ is ast.Constant

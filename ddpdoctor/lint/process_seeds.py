@@ -375,8 +375,8 @@ def _script_switch_off(conds: tuple, fn: Function, program) -> bool:
     as shipped - as an option left at its false default, what the seeding needs is not there."""
     for cond, flag in conds:
         name = cond[4:] if cond.startswith("not ") else cond
-        if not flag or not name.isidentifier() or name in fn.params or fn.bindings.get(name) and \
-                not isinstance(fn.node, ast.Module):
+        local = fn.bindings.get(name) and not isinstance(fn.node, ast.Module)  # (a function's own name)
+        if not flag or not name.isidentifier() or name in fn.params or local:
             continue
         body = fn if isinstance(fn.node, ast.Module) else fn.module.body
         values = pinned_constants(program, body, name) if body is not None else None

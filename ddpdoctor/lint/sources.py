@@ -26,7 +26,7 @@ from ddpdoctor.lint import patterns
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.config_files import (MAX_CONFIG_BYTES, config_files, config_values, lazy_call_targets, module_names, named_in_configs,
                                          yaml_beside)
-from ddpdoctor.lint.syspath import added_roots, imported_heads
+from ddpdoctor.lint.syspath import added_roots, imported_heads, path_value
 
 MAX_FILES = 200  # a "script" importing more local files than this is a package, not a script
 MAX_BYTES = 4_000_000  # per file
@@ -1088,60 +1088,21 @@ def _keyed_targets(body: str, group: str) -> list[tuple[str, str]]:
     return found
 
 
-def _decorator_config_folder(tree: Optional[ast.AST]) -> Optional[list[str]]:
-    """The parts, under the script's folder, of a `@hydra.main(config_path=...)` spelt from the
-    script's own path: `str(Path(__file__).parent.joinpath("a", "b"))`, `Path(__file__).parent /
-    "a"`, `os.path.join(os.path.dirname(os.path.abspath(__file__)), "a")`. None otherwise."""
-    if tree is None:
-        return None
-    for node in tree.body:
+def _decorator_config_folder(script: SourceFile) -> Optional[Path]:
+    """The folder of a `@hydra.main(config_path=...)` spelt from the script's own path:
+    `str(Path(__file__).parent.joinpath("a", "b"))`, `Path(__file__).parent / "a"`,
+    `os.path.join(os.path.dirname(os.path.abspath(__file__)), "a")` (syspath reads the spelling).
+    None otherwise."""
+    for node in script.tree.body if script.tree is not None else ():
         if node.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef):
             continue
         for deco in node.decorator_list:
-            if deco.__class__ is ast.Call and (patterns.dotted(deco.func) or "").endswith("hydra.main") or \
-                    deco.__class__ is ast.Call and patterns.dotted(deco.func) == "main":
+            if deco.__class__ is ast.Call and (patterns.dotted(deco.func) or "").rpartition(".")[::2] in (
+                    ("hydra", "main"), ("", "main")):
                 given = next((k.value for k in deco.keywords if k.arg == "config_path"), None)
-                parts = _under_script(given, 6) if given is not None else None
-                if parts is not None and parts[0] == "dir":
-                    return parts[1]
-    return None
-
-
-def _under_script(node: ast.AST, depth: int) -> Optional[tuple[str, list[str]]]:
-    """("file", []) for the script's own path, ("dir", parts) for a folder under the script's
-    folder, as _decorator_config_folder reads them; None for anything else."""
-    if depth <= 0:
-        return None
-    cls = node.__class__
-    if cls is ast.Name and node.id == "__file__":
-        return "file", []
-    if cls is ast.Call:
-        name = patterns.dotted(node.func) or ""
-        if name in ("str", "os.fspath") and len(node.args) == 1:
-            return _under_script(node.args[0], depth - 1)
-        if name.rpartition(".")[2] == "Path" and len(node.args) == 1 or \
-                name in ("os.path.abspath", "os.path.realpath") and len(node.args) == 1 or \
-                node.func.__class__ is ast.Attribute and node.func.attr in ("resolve", "absolute") and not node.args:
-            inner = node.args[0] if node.args else node.func.value
-            return _under_script(inner, depth - 1)
-        if name == "os.path.dirname" and len(node.args) == 1:
-            inner = _under_script(node.args[0], depth - 1)
-            return ("dir", []) if inner == ("file", []) else None
-        if node.func.__class__ is ast.Attribute and node.func.attr == "joinpath" or name == "os.path.join":
-            head, rest = (node.func.value, node.args) if name != "os.path.join" else (node.args[0], node.args[1:])
-            base = _under_script(head, depth - 1) if head is not None else None
-            if base is None or base[0] != "dir" or not all(
-                    a.__class__ is ast.Constant and isinstance(a.value, str) for a in rest):
-                return None
-            return "dir", base[1] + [a.value for a in rest]
-        return None
-    if cls is ast.Attribute and node.attr == "parent":
-        inner = _under_script(node.value, depth - 1)
-        return ("dir", []) if inner == ("file", []) else None
-    if cls is ast.BinOp and node.op.__class__ is ast.Div and node.right.__class__ is ast.Constant \
-            and isinstance(node.right.value, str):
-        base = _under_script(node.left, depth - 1)
-        return ("dir", base[1] + [node.right.value]) if base is not None and base[0] == "dir" else None
+                spelt = path_value(given, script.path, Path.cwd()) if given is not None else None
+                if spelt is not None:
+                    return Path(spelt)
     return None
 
 
@@ -1164,12 +1125,12 @@ def _hydra_imports(script: SourceFile) -> list[tuple[str, ast.AST]]:
     at_cwd = _HYDRA_MAIN_CWD.search(text) if found is None else None
     # (or a folder spelt from the script's own path: `config_path=str(pathlib.Path(__file__).
     # parent.joinpath("pkg", "config"))`, diffusion_policy's train.py and its many forks)
-    beside = _decorator_config_folder(script.tree) if found is None and at_cwd is None else None
+    beside = _decorator_config_folder(script) if found is None and at_cwd is None else None
     if found is None and at_cwd is None and beside is None:
         return []
     folder = (script.path.parent / found.group(1)).resolve() if found is not None else \
         (Path.cwd() / at_cwd.group(1)).resolve() if at_cwd is not None else \
-        script.path.parent.joinpath(*beside).resolve()
+        beside.resolve()
     if not folder.is_dir():
         return []
     targets: list[str] = []

@@ -216,6 +216,13 @@ def _is_sys_path(node: ast.AST) -> bool:
         isinstance(node.value, ast.Name) and node.value.id == "sys"
 
 
+def path_value(node: ast.AST, script: Path, cwd: Path) -> Optional[str]:
+    """The absolute path an expression spells from the script's own location (`str(Path(__file__)
+    .parent.joinpath("pkg", "config"))`, `os.path.join(os.path.dirname(__file__), "conf")`), or
+    None: what a decorator's argument names (a Hydra `config_path`)."""
+    return _value(node, {}, script, cwd)
+
+
 def _value(node: ast.AST, values: dict[str, str], script: Path, cwd: Path) -> Optional[str]:
     """The path an expression evaluates to (absolute), or None."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -254,6 +261,10 @@ def _value(node: ast.AST, values: dict[str, str], script: Path, cwd: Path) -> Op
         return _value(node.args[0], values, script, cwd)
     if name in ("resolve", "absolute") and isinstance(node.func, ast.Attribute) and not node.args:
         return _value(node.func.value, values, script, cwd)
+    if name == "joinpath" and isinstance(node.func, ast.Attribute):
+        # `Path(__file__).parent.joinpath("pkg", "config")`: the receiver's path, then the parts
+        node = ast.Call(func=ast.Name(id="join", ctx=ast.Load()), args=[node.func.value, *node.args], keywords=[])
+        name = "join"
     if name not in _PATH_OPS or not node.args:
         return None
     parts = [_value(a, values, script, cwd) if not (isinstance(a, ast.Constant) and isinstance(a.value, str))

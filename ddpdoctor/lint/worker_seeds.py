@@ -515,14 +515,17 @@ def _has_workers(call: ast.Call, index: Optional[_Files] = None, scope: Optional
     return True
 
 
-def left_at_zero(name: str, scope: ast.AST, sources: list, called: Optional[str] = None,
-                 default=None) -> bool:
+def left_at_zero(name: str, scope: ast.AST, sources: list, called: Optional[str] = None) -> bool:
     """`def make_loader(ds, num_workers=0)` whose every call, by its name, leaves num_workers out:
     the loader runs no workers (sources: the program's files, lint/sources.SourceFile; called:
-    the name its calls use where that is not its own - a constructor's, its class's). default:
-    what else the default must be than 0 (a test of the node: `_is_none`)."""
-    if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) or \
-            not (default or _is_zero)(param_defaults(scope).get(name, ast.Name(id=name))):
+    the name its calls use where that is not its own - a constructor's, its class's)."""
+    return _left_at_default(name, scope, sources, called, _is_zero)
+
+
+def _left_at_default(name: str, scope: ast.AST, sources: list, called: Optional[str], holds) -> bool:
+    """left_at_zero for a default `holds` accepts (`_is_none`: `def build(ds, seed=None)`)."""
+    default = param_defaults(scope).get(name) if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+    if default is None or not holds(default):
         return False
     called = called or scope.name
     if called == "__init__":
@@ -569,8 +572,8 @@ def _seeding_off(fn: ast.AST, call: ast.Call, bound: dict, scope: ast.AST, sourc
         given = bound.get(test.id)
         if given is None:
             given = param_defaults(fn).get(test.id)
-        if given is not None and (_is_none(given) or given.__class__ is ast.Name and left_at_zero(
-                given.id, scope, sources, default=_is_none)):
+        if given is not None and (_is_none(given) or given.__class__ is ast.Name and _left_at_default(
+                given.id, scope, sources, None, _is_none)):
             return True
     return False
 
