@@ -164,7 +164,13 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
     if facts.distributed is None and facts.framework is None:
         return Skipped("the script sets up no process group")
     problems = []
+    # (past a plain rank test's `continue` - `if rank > 0: continue`, then rank 0's evaluation -
+    # the collective DDP801 reports is the place, the test its guard: one finding, not two)
+    guarding = {str(g.guard_location) for g in getattr(facts, "guarded_collectives", [])}
     for found in facts.rank_local:
+        if found.kind == "rank_exit" and found.action == "continue" and not found.open_test and \
+                str(found.location) in guarding:
+            continue
         if found.kind == "rank_exit":
             if found.action == "continue":
                 message = (f"`{found.decision}` at {found.location} skips the rest of the pass (continue) only "

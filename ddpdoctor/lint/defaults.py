@@ -864,6 +864,57 @@ def config_read(value: ast.AST, program: Program, fn) -> Optional[set]:
     return config_settles(_rebased(value, bound[0][0]), program)
 
 
+def spread_config_values(value: ast.AST, fn, program: Program, keys: tuple) -> Optional[dict]:
+    """What the YAML configs beside the script set at each of `keys` in the config section a
+    `**` spread hands over (`DataLoader(ds, **self.dataloader_config["train"])`, the object
+    keeping the `cfg["dataloader"]` its builder is handed: the configs' `dataloader: train:`),
+    key -> the set of values (empty where none sets it). None where the spread is not read as a
+    section of the configs, or the code itself stores one of those keys."""
+    path = config_section_keys(value, fn, program)
+    if not path or any(key in _keys_set_in_code(program) for key in keys):
+        return None
+    found = {key: program.config_file_values((*path, key)) for key in keys}
+    if any(held is None for held in found.values()) or not any(found.values()):
+        return None  # (set nowhere: not known to be a section of these configs)
+    return found
+
+
+# (how many values are followed back from a section read to the config's root: a field, the
+# parameter it was handed, the caller's own read)
+_SECTION_DEPTH = 4
+
+
+def config_section_keys(node: ast.AST, fn, program: Program, depth: int = _SECTION_DEPTH) -> Optional[tuple]:
+    """The keys from the config's root of the section a chain reads, followed through the names,
+    fields and parameters that hold it: `self.dataloader_config["train"]`, where the object
+    keeps the `dataloader_config` its builder is handed as `cfg["dataloader"]`, reads
+    ("dataloader", "train"). The root is a name with nothing the lint follows bound to it (the
+    Hydra entry's `cfg`) or a call's result (a converter, a loader). None where a step holds a
+    dict literal, or several values reaching different keys."""
+    keys: list = []
+    while True:
+        if node.__class__ is ast.Subscript and node.slice.__class__ is ast.Constant and isinstance(node.slice.value, str):
+            keys.insert(0, node.slice.value)
+        elif node.__class__ is ast.Attribute and not (node.value.__class__ is ast.Name and node.value.id == "self"):
+            keys.insert(0, node.attr)
+        else:
+            break
+        node = node.value
+    if node.__class__ is ast.Call:
+        return tuple(keys)
+    if node.__class__ not in (ast.Name, ast.Attribute):
+        return None
+    held = [(v, s) for v, s in program.values_of(node, fn, 1) if v is not node]
+    if not held:
+        return tuple(keys) if node.__class__ is ast.Name else None
+    if depth <= 0:
+        return None
+    heads = {config_section_keys(v, s, program, depth - 1) for v, s in held[:4]}
+    if len(heads) != 1 or None in heads or len(held) > 4:
+        return None
+    return (*heads.pop(), *keys)
+
+
 def _rebased(chain: ast.AST, root: ast.AST) -> ast.AST:
     """A copy of an attribute / key chain read from `root` instead of its own first name (the
     tree itself is left as it is)."""

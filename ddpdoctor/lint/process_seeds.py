@@ -33,7 +33,7 @@ import ast
 import re
 from typing import Any, Optional
 
-from ddpdoctor.lint.defaults import OPTION_TEST, _assigned, config_key_unset, option_off, settled
+from ddpdoctor.lint.defaults import OPTION_TEST, _assigned, config_key_unset, option_off, settled, spread_config_values
 from ddpdoctor.lint.fact_builder import _rebound, _single_process, argument_at, group_query, loc, pinned_constants, set_false_above
 from ddpdoctor.lint.nodes import children, param_defaults, walk
 from ddpdoctor.lint.patterns import GLOBAL_DRAWS, SCALAR_DRAWS, _construction_constants, _decided_by, built_class, call_chain, call_keywords, dotted, is_const, keyword, kept_keywords, last_name, loader_call, loader_dataset, own_keyword, text
@@ -123,6 +123,8 @@ def gather(builder: Builder, loaders: list, already: list[UnrankedSeed]) -> list
         if not mine_alike and _reseeded_after(builder, mine, fn, call):
             continue
         given = call_keywords(program, call, fn)  # `**loader_kwargs` read where it is a dict literal
+        if given is None:
+            given = _spread_from_configs(program, call, fn)
         if given is not None and isinstance(call.func, (ast.Name, ast.Attribute)):
             kept = kept_keywords(program, call, fn)  # (a subclass's own `generator=` goes nowhere)
             given = {k: v for k, v in given.items() if k not in kept}
@@ -152,6 +154,30 @@ def gather(builder: Builder, loaders: list, already: list[UnrankedSeed]) -> list
         found.append(UnrankedSeed(where, "process", "", [text(c) for _, c, _ in mine[:3]], where,
                                   [str(loc(f, c)) for f, c, _ in mine[:3]], workers_by, handing))
     return found
+
+
+# the loader keywords a config section spread into the DataLoader is read for
+_SPREAD_KEYS = ("num_workers", "generator", "worker_init_fn")
+
+
+def _spread_from_configs(program, call: ast.Call, fn: Function) -> Optional[dict]:
+    """The loader's keywords where its one `**` spread is a section of the YAML configs
+    (`DataLoader(ds, sampler=s, **self.dataloader_config["train"])`, cxr-clip's `num_workers:
+    8`): a YAML file holds no generator or worker_init_fn object, so none is set where no config
+    names one; the workers are the fewest the configs that set the count give.
+    None where that cannot be read."""
+    spreads = [kw.value for kw in call.keywords if kw.arg is None]
+    if len(spreads) != 1:
+        return None
+    held = spread_config_values(spreads[0], fn, program, _SPREAD_KEYS)
+    if held is None or held["generator"] or held["worker_init_fn"]:
+        return None
+    given = {kw.arg: kw.value for kw in call.keywords if kw.arg is not None}
+    counts = held["num_workers"]
+    if counts and all(type(n) is int for n in counts):
+        # (the fewest any config gives: 0 in one of them is a run without workers)
+        given.setdefault("num_workers", ast.Constant(value=min(counts)))
+    return given
 
 
 def seeded_per_rank(builder: Builder) -> bool:
@@ -336,15 +362,36 @@ def _calls_directly(builder: Builder, fn: Function, spawned: list) -> bool:
     # before `if args.multiprocessing_distributed: mp.spawn(...) else: main_worker(...)`)
     return any(target in spawned and not _single_process(conds.get(id(call), ()), builder._switches())
                and not any(set_false_above(fn, call, cond) for cond, _ in conds.get(id(call), ()))
+               and not _constant_index(program, call, target)
                for call in fn.own_calls for target in program.resolve(call.func, fn)[0])
+
+
+def _constant_index(program, call: ast.Call, target: Function) -> bool:
+    """The direct call hands the spawn target a constant where mp.spawn hands the process index
+    (`runner(rank=0, args=args)` beside `mp.spawn(runner, ...)`, ULE's launcher), and every
+    set-up joins the group with a rank it is handed (`init_process_group(..., rank=rank)`): that
+    process is the run's only one; under a launcher starting several, each would be rank 0. (A
+    set-up that takes its rank from the launcher's environment makes the index no rank.)"""
+    node = target.node
+    if node is None or isinstance(node, ast.Module) or not target.params or not program.ranks.init_calls or \
+            any(given is None for _, given in program.ranks.init_calls):
+        return False
+    first = target.params[0]
+    given = call.args[0] if call.args and not isinstance(call.args[0], ast.Starred) else next(
+        (k.value for k in call.keywords if k.arg == first), None)
+    return isinstance(given, ast.Constant) and isinstance(given.value, int)
 
 
 def _on_by_default(conds: tuple, program) -> bool:
     """Every test around the seeding holds with the options at their defaults (none at all,
     or `if args.seed is not None:` with `--seed` defaulting to 1): it runs on a plain launch."""
     defaults = _defaults(program)
-    return all((found := OPTION_TEST.match(cond)) is not None and found.group(1) in defaults
+    # (the script's `if __name__ == "__main__":` holds on every launch: the run itself)
+    return all(cond == _MAIN_TEST or (found := OPTION_TEST.match(cond)) is not None and found.group(1) in defaults
                and not option_off(cond, program) for cond, _ in conds)
+
+
+_MAIN_TEST = "__name__ == '__main__'"  # (a test's text as ast.unparse spells it)
 
 
 def _defaults(program) -> dict:

@@ -37,7 +37,7 @@ from ddpdoctor.lint.options import config_file_options, declared_options, option
 from ddpdoctor.lint.patterns import SELF_RETURNING, _dict_call_literal, dotted, last_name, name_pattern
 from ddpdoctor.lint.ranks import RankFlow
 from ddpdoctor.lint.receivers import library_made, sole_holder
-from ddpdoctor.lint.sources import SourceFile, configured_key, dynamic_spec, fits, loads_own_package, names_importer, read
+from ddpdoctor.lint.sources import IMPORTERS, SourceFile, configured_key, dynamic_spec, fits, loads_own_package, names_importer, read
 from ddpdoctor.lint.walker import Event, Guard, Walker
 
 # The dest of a `--local_rank` / `--local-rank` option (what torch.distributed.launch passes)
@@ -1638,6 +1638,35 @@ class Program:
         found = index[1].get(attr, ())
         return found[0] if len(found) == 1 else None
 
+    def tuple_record_fields(self, attr: str) -> list[tuple[ast.AST, Function]]:
+        """What each construction of a `collections.namedtuple("Env", [..., "master", ...])` type
+        made in a function passes for the field, where that type alone of such types has a field
+        of the name (cxr-clip's singleton `GlobalEnv.get().master`, built `Tuples(...,
+        dist.get_rank() == 0, ...)` or `Tuples(..., True, ...)`): its constructions are the calls
+        of the name the type is bound to in that function, by keyword or place."""
+        index = self.__dict__.get("_tuple_records")
+        if index is None:  # built once: field -> [(function, bound name, place)]
+            index = self.__dict__["_tuple_records"] = {}
+            for fn in self.functions:
+                for node in fn.own_of(ast.Assign):
+                    fields = _namedtuple_fields(node.value)
+                    if fields and len(node.targets) == 1 and node.targets[0].__class__ is ast.Name:
+                        for place, name in enumerate(fields):
+                            index.setdefault(name, []).append((fn, node.targets[0].id, place))
+        made = index.get(attr, ())
+        if len(made) != 1:
+            return []
+        fn, bound, place = made[0]
+        found = []
+        for call in fn.own_calls:
+            if call.func.__class__ is ast.Name and call.func.id == bound:
+                given = next((kw.value for kw in call.keywords if kw.arg == attr), None)
+                if given is None and place < len(call.args) and not any(a.__class__ is ast.Starred for a in call.args):
+                    given = call.args[place]
+                if given is not None:
+                    found.append((given, fn))
+        return found
+
     def _record_fields(self, klass: Klass, attr: str) -> list[tuple[ast.AST, Function]]:
         """A dataclass / NamedTuple field has no `self.x = ...`: what each construction of the
         class passes for it (`Env(world=n, master=dist.get_rank() == 0)`), by keyword or place."""
@@ -2538,7 +2567,7 @@ class Program:
                 if found.__class__ is Function or found.__class__ is Klass:
                     target = self.method(found, "__init__") if found.__class__ is Klass else found
                     return ([target] if target is not None else []), []
-        if receiver.__class__ is ast.Call and (last_name(receiver.func) or "") in ("import_module", "__import__"):
+        if receiver.__class__ is ast.Call and (last_name(receiver.func) or "") in IMPORTERS:
             # `importlib.import_module(f"apps.{name}.train").main(cfg)`: that function of each
             # module the name may load
             found = [m.functions.get(attr) or m.classes.get(attr) for m in self._loaded(receiver, fn)
@@ -2884,7 +2913,7 @@ class Program:
         found = []
         for value, scope in self.values_of(func, fn, 1):
             if not (value.__class__ is ast.Attribute and value.value.__class__ is ast.Call
-                    and last_name(value.value.func) in ("import_module", "__import__")):
+                    and last_name(value.value.func) in IMPORTERS):
                 return []
             for module in self._loaded(value.value, scope, 2):
                 if module.__class__ is not Module:
@@ -3028,7 +3057,7 @@ class Program:
                                    for k in self._namespace_loop_classes(v, where, depth))
             spec = dynamic_spec(value)
             if spec is None and value.args and value.args[0].__class__ is ast.Name and depth > 0 and \
-                    last_name(value.func) in ("import_module", "__import__"):
+                    last_name(value.func) in IMPORTERS:
                 # `import_module(module)` of a parameter its callers give as one constant
                 # (or binds once to a spelled pattern: `model_filename = "models." + name + "_model"`)
                 # (either side of `f"pkg.trainer.{name}" if "general" in name else f"pkg.apps.{task}.{name}"`)
@@ -3044,6 +3073,12 @@ class Program:
                 if spec is not None and spec[1] is not None and not ("." in spec[0] and "." not in spec[1]):
                     spec = None  # (a varying package segment is not followed: as sources.dynamic_spec)
             key = configured_key(value) if spec is None and depth > 0 else ()
+            if not key and spec is None and depth > 0 and value.args and value.args[0].__class__ is ast.Name:
+                # `module = cfg.renderer_module` then `imp.load_source(module, path)`: the key the
+                # one value bound to the name reads
+                held = [v for v, _ in self.values_of(value.args[0], scope, 1) if v is not value.args[0]]
+                if len(held) == 1 and held[0].__class__ is ast.Attribute:
+                    key = configured_key(ast.Call(func=value.func, args=held, keywords=[]))
             configured = module_names(self.config_file_values(key)) if key else []
             if configured:
                 # `import_module(cfg.TRAINER.FILE)` with `TRAINER: / FILE: hoi_trainer` in the
@@ -3440,7 +3475,8 @@ class Program:
     def started(self, node: ast.AST, fn: Function) -> list[Function]:
         """What mp.spawn's target runs: the function it names, or the constructor of a class it
         names (`mp.spawn(Net, ...)`, or a name bound to one of several: `trainer = Net` /
-        `trainer = GAN`, then `mp.spawn(trainer, ...)`) - the constructor is the rank."""
+        `trainer = GAN`, then `mp.spawn(trainer, ...)`) - the constructor is the rank; or a
+        function such a name is bound to (`if args.exp == "e2e": runner = main`, ULE's launcher)."""
         found = self.reference(node, fn)
         if found or not isinstance(node, ast.Name):
             return found
@@ -3450,6 +3486,8 @@ class Program:
             klass = self.symbol(value.id, fn)
             if isinstance(klass, Klass) and (init := self.method(klass, "__init__")) is not None:
                 found.append(init)
+            elif klass.__class__ is Function and value is not node:
+                found.append(klass)
         return list(dict.fromkeys(found))
 
     def launched_value(self, option: str) -> object:
@@ -3902,6 +3940,20 @@ def _record_fields_of(klass: Klass) -> list[str]:
     if found is None:
         found = klass.__dict__["_record_fields"] = _record_field_names(klass.node)
     return found
+
+
+def _namedtuple_fields(value: ast.AST) -> list[str]:
+    """The field names of `namedtuple("Env", ["a", "b"])` / `namedtuple("Env", "a b")` (literal
+    names only); [] for any other value."""
+    if value.__class__ is not ast.Call or last_name(value.func) != "namedtuple" or len(value.args) < 2:
+        return []
+    names = value.args[1]
+    if names.__class__ is ast.Constant and isinstance(names.value, str):
+        return names.value.replace(",", " ").split()
+    if names.__class__ in (ast.List, ast.Tuple) and all(
+            e.__class__ is ast.Constant and isinstance(e.value, str) for e in names.elts):
+        return [e.value for e in names.elts]
+    return []
 
 
 def _record_field_names(node: ast.ClassDef) -> list[str]:

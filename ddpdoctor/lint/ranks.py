@@ -644,7 +644,13 @@ class RankFlow:
                 # or what the class's own methods set it to (`mon.is_main` where Monitor's
                 # __init__ sets `self.is_main = int(os.getenv("LOCAL_RANK", 0)) == 0`: JoeyLLM)
                 found = found or (program._attr(klass, node.attr) if klass is not None else [])
+                if not found and klass is None:
+                    found = program.tuple_record_fields(node.attr)
                 return found or None
+            if node.value.__class__ is ast.Call:
+                # `GlobalEnv.get().master`: a singleton accessor's record, one namedtuple type
+                # alone with that field (cxr-clip's environment record)
+                return program.tuple_record_fields(node.attr) or None
         return None
 
     def _run_sides(self, fn: Function):

@@ -20,7 +20,6 @@ from typing import Optional
 
 from ddpdoctor.core.errors import UsageError
 from ddpdoctor.core.files import open_regular
-from ddpdoctor.lint.nodes import walk
 from ddpdoctor.core.paths import display_path
 from ddpdoctor.lint import patterns
 from ddpdoctor.lint.nodes import walk
@@ -63,6 +62,8 @@ class SourceFile:
     # the dotted paths the configs beside the script name, where code loads modules by name
     # (_config_named): the classes a by-name factory may build
     config_named: list[str] = field(default_factory=list)
+    # (of those, the ones some loader reads by a config key: `import_module(cfg.TRAINER.FILE)`)
+    config_keyed: list[str] = field(default_factory=list)
     # the config files read beside the script (Hydra's, an Accelerate launch config): the cache
     # digests them with the sources
     hydra_configs: list[str] = field(default_factory=list)
@@ -703,6 +704,9 @@ def load_program(script: str, notes: Optional[list[str]] = None,
             found = [f for f in (_config_module(n, roots, seen, texts) for n in named) if f is not None]
             found = found[:max(0, MAX_FILES - len(files))]
             files.extend(found)
+            # (a module loaded by the key a loader reads, `import_module(cfg.TRAINER.FILE)`, runs:
+            # its own imports are read as an import's are - the renderer's network modules)
+            queue.extend(f for f in found if f.module in files[0].config_keyed)
             # (but the modules their classes' bases come from are, with their own imports: a
             # config-named `GEN3dTrainer(trainer.BaseTrainer)` runs its base's fit(); SDF-Diffusion)
             # (and a named package's own `from .model import PCC as Model` in its __init__: the
@@ -793,8 +797,10 @@ def _config_named(files: list[SourceFile], script: Path, roots: list[Path]) -> l
     builds the dataset a config's `target:` names, which nothing imports."""
     if not any(names_importer(f) for f in files):
         return []
+    keyed = _keyed_modules(files, script)
+    files[0].config_keyed = keyed
     files[0].config_named = named_in_configs(script, files[0].hydra_configs) + \
-        [n for n in _keyed_modules(files, script) if n not in files[0].config_named]
+        [n for n in keyed if n not in files[0].config_named]
     return files[0].config_named
 
 
@@ -812,6 +818,15 @@ def _keyed_modules(files: list[SourceFile], script: Path) -> list[str]:
             except UsageError:
                 continue
         keys += [key for call in f.of(ast.Call) for key in [configured_key(call)] if key]
+        # (`module = cfg.renderer_module` then `imp.load_source(module, path)`: the key the name
+        # is bound to once in its function - the neuralbody family's loaders)
+        for fn in f.of(ast.FunctionDef):
+            loads = [call for call in walk(fn) if isinstance(call, ast.Call) and call.args
+                     and isinstance(call.args[0], ast.Name) and patterns.last_name(call.func) in IMPORTERS]
+            bound = _bound_once(_plain_bindings(fn)) if loads else {}
+            keys += [key for call in loads if isinstance(bound.get(call.args[0].id), ast.Attribute)
+                     for key in [configured_key(ast.Call(func=call.func, args=[bound[call.args[0].id]], keywords=[]))]
+                     if key]
     if not keys:
         return []
     bodies = yaml_beside(script)
@@ -891,7 +906,10 @@ def _unread(queue: list[SourceFile], roots: list[Path], where_is: dict, seen: se
     return list(unread.values())
 
 
-IMPORTERS = ("import_module", "__import__")  # importlib.import_module(name), __import__(name)
+# importlib.import_module(name), __import__(name), imp.load_source(name, path) (the neuralbody
+# family's `imp.load_source(cfg.renderer_module, cfg.renderer_path).Renderer(net)`: the module
+# of that name, found as a name is)
+IMPORTERS = ("import_module", "__import__", "load_source")
 
 
 def names_importer(source: SourceFile) -> bool:

@@ -768,8 +768,10 @@ def test_a_launchers_seed_does_not_reach_the_ranks_it_spawns(tmp_path):
 
 
 def test_a_launcher_that_runs_a_rank_itself_seeds_that_rank(tmp_path):
-    found = lint_plain(tmp_path, SEEDED_LAUNCHER.format(single="        train(0, 2)").replace(
-        "    if gpus > 1:\n        dist", "    if True:\n        dist"))
+    # (the rank a launcher hands, not a constant 0: `train(0, 2)` is the one process a direct
+    # call with a constant index stands for - session 95, ULE's `runner(rank=0, args=args)`)
+    found = lint_plain(tmp_path, SEEDED_LAUNCHER.format(single='        train(int(os.environ["LOCAL_RANK"]), 2)').replace(
+        "    if gpus > 1:\n        dist", "    if True:\n        dist").replace("import torch, ", "import os, torch, "))
     assert [f for f in found if f.code == "DDP808"] != []
 
 

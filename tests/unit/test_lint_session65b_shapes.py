@@ -321,7 +321,10 @@ def test_the_launchers_seeding_with_the_direct_path_ruled_out_just_above_is_no_r
 
 
 def test_twin_the_direct_path_open_runs_the_seeded_process_as_a_rank(tmp_path):
-    found = lint_tree(tmp_path, {"train.py": LAUNCHER.replace("FORCED", "pass")})
+    # (the direct call hands the rank it is launched as: a constant 0 there, with the group
+    # joined at the rank handed, is the one process - session 95's reading of ULE's launcher)
+    found = lint_tree(tmp_path, {"train.py": LAUNCHER.replace("FORCED", "pass").replace(
+        "        worker(0, args)", "        worker(args.local_rank, args)")})
     assert [f.location.line for f in _codes(found, "DDP808")] == [_line(LAUNCHER, "# the loader")]
 
 
