@@ -207,6 +207,10 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
             if rank == 0:
                 print(loss.item() / world)
 
+        (A module a loader reads by a config key - `module = cfg.renderer_module`, then
+        `imp.load_source(module, path).Renderer(net)` or `import_module(cfg.X)` - is read with
+        its own imports: the network parts holding buffers are seen.)
+
         For Lightning, log with `sync_dist=True` from every rank (or `rank_zero_only=True`
         without sync_dist); for Accelerate, call `gather`/`wait_for_everyone` on every
         process and test `accelerator.is_main_process` only around the printing or saving.

@@ -144,6 +144,12 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
         torchrun and `python -m torch.distributed.launch` with no `--nproc_per_node` start one
         process per node: a launch written so counts as one process (the finding is then a
         warning that says so).
+        A sampler made by a method of the object's own (`self._get_sampler(ds, is_distributed)`
+        of `if not is_distributed: return None; return DistributedSampler(...)`) is what that
+        method returns on the way in: None where every call leaves `is_distributed=False`. A
+        loader over offsets (`DataLoader(range(...), collate_fn=self.get_batch)`) whose
+        collate_fn reads an object that keeps one rank's share of the data (`data =
+        parts[rank]` in its constructor, Transformer-XL's ordered iterator) is sharded.
     Why it hurts:
         Every rank iterates the whole dataset. Seeded alike, the ranks draw the same
         batches: N GPUs do the work of one, and an epoch takes N times longer than it should

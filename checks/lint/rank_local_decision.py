@@ -98,7 +98,11 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
           function on a test that is more than a rank test (`if remaining_steps <= 0 and
           is_main(): return` on a resume, the training after it every other rank's), once, at
           the decision (not `if rank != 0 and not cfg.every_rank: return`, which leaves rank 0
-          alone at what follows: DDP801's place, the collective).
+          alone at what follows: DDP801's place, the collective; nor a plain `if rank > 0:
+          continue` before rank 0's evaluation, where DDP801 reports the collective past it).
+          A flag rank 0 sets only under a test the options as launched make false (`if
+          args.early_stop > 1:` with every launch beside the script leaving it at -1) keeps the
+          value every rank started with: no decision.
         The same for a script whose model is FSDP (FSDP1's class or FSDP2's `fully_shard`)
         and not DDP: its forward all-gathers and its backward reduce-scatters, so a rank that
         skips either strands the others as a skipped DDP backward does.

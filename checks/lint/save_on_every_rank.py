@@ -114,6 +114,11 @@ def save_on_every_rank(facts: LintFacts) -> list[Problem] | Skipped:
         way in passes (a python-fire parameter every launch leaves at False) writes nothing, and
         a value handed only by a call the options as launched never make (`save(state,
         is_swa=True)` under `if args.swa:`, --swa off) is no value the helper's tests see.
+        A field of a `collections.namedtuple` record is what its constructions hand it: a
+        singleton's `Env.get().master`, built from `dist.get_rank() == 0` (or True where no
+        group is set up), is a rank test. A base class's method that only objects built for the
+        one-process run keep (`trainer = TrainerDDP(...)` where the group is set up, `Trainer(...)`
+        on the other side, TrainerDDP overriding `train()`) saves in that run alone.
 
     Why it hurts:
         Every rank writes the same file at the same time. On a shared filesystem the writes

@@ -58,6 +58,17 @@ def worker_seeds_without_rank(facts: LintFacts) -> list[Problem] | Skipped:
           by a factory (`worker_init_fn=get_seed_worker(seed)`) is judged by what its callers
           hand the factory, also through a `**options` dict they build, and a loader class picked
           by a conditional (`cls = FastLoader if cached else DataLoader`) is a DataLoader.
+          A loader handed a section of the YAML configs (`**self.loader_config["train"]`, the
+          object keeping the `cfg["dataloader"]` it is handed) has the workers those configs
+          give it and no generator or worker_init_fn (a YAML file holds neither); a config
+          object whose `__init__(**kwargs)` sets each keyword on itself (minGPT's
+          TrainerConfig) holds its class default or what its construction hands. A count an
+          option gives (`--workers`, default 0) that no launch written beside the script sets
+          is 0. The launcher's direct call of the spawn target with a constant process index
+          (`runner(rank=0, args=args)` beside `mp.spawn(runner, ...)`, where the group is
+          joined at the rank handed) is the run's one process, and a spawn target bound to a
+          name under a test (`if args.exp == "e2e": runner = main`) is still the spawn target;
+          the script's `if __name__ == "__main__":` holds on every launch.
           Options spread from a method's dict (`**self._loader_kwargs()`) are read. Numbers
           drawn once where the dataset is made (`np.random.RandomState(0).permutation(n)` for a
           split) are data, not a draw in the workers. A draw under a test on a field the

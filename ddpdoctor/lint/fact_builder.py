@@ -667,12 +667,23 @@ class BuilderCore:
             owner = node.func.value
             if isinstance(owner, ast.Name) and owner.id == "self":
                 return "self"  # dispatched on the instance: the class built decides
+            if isinstance(owner, ast.Name) and self.program.lookup(owner.id, fn_of(event)) and \
+                    not _single_process(event.conds, switches, ddp):
+                # `trainer.train()` of `trainer = TrainerDDP(...) if n_gpus > 1 else Trainer(...)`
+                # (code_sample's speaker trainer): the object's class decides as well, where the
+                # source shows where each class is built
+                return "object"
             if isinstance(owner, ast.Call) and last_name(owner.func) == "super" and event.guards:
                 return "guarded"  # an override's `if self.rank == 0: super().save_checkpoint(...)`
             return "one process" if _single_process(event.conds, switches, ddp) else ""
 
+        owners = {id(e): caller for caller, e in sites}
+
+        def fn_of(event) -> Function:
+            return owners[id(event)]
+
         ways = [way(e) for _, e in sites]
-        if not ways or "" in ways or "self" not in ways:
+        if not ways or "" in ways or not {"self", "object"} & set(ways):
             return ""
         program = self.program
         family = [klass, *program._descendants(klass)]
@@ -689,7 +700,7 @@ class BuilderCore:
                         return ""
                     built += 1
         if not built:
-            if any(k in program.built_classes for k in family):
+            if "object" in ways or any(k in program.built_classes for k in family):
                 return ""  # built some other way (a registry, a factory): not told apart here
             return f"no {klass.name} (nor a class inheriting its {fn.name}()) is built"
         return (f"{klass.name} runs {fn.name}() only where the run is one process; the distributed "

@@ -363,6 +363,21 @@ class LoaderFacts:
                 return True
         return False
 
+    def _collates_a_rank_share(self, call: ast.Call, fn: Function) -> bool:
+        """`collate_fn=self.get_batch` of an object whose constructor keeps one rank's share of
+        the data (Transformer-XL's LMOrderedIterator: `data = data[rank]`, and the loader's
+        items are offsets into it): each rank's batches come from its own share."""
+        collate = next((kw.value for kw in call.keywords if kw.arg == "collate_fn"), None)
+        if collate.__class__ is not ast.Attribute:
+            return False
+        owner = collate.value
+        klass = self.program._class_of_fn(fn) if owner.__class__ is ast.Name and owner.id == "self" \
+            else self.program.class_of(owner, fn)
+        init = self.program.method(klass, "__init__") if self.program.is_class(klass) else None
+        return init is not None and init.node is not None and any(
+            sub.ctx.__class__ is ast.Load and sub.slice.__class__ in (ast.Name, ast.Attribute, ast.Call)
+            and self.mentions_rank(sub.slice, init) for sub in init.own_of(ast.Subscript))
+
     def _shards_unread(self, value: ast.Call, fn: Function) -> bool:
         """A local class's constructor takes `shard=` / `num_shards=` and never reads them (a
         sketch dataset keeping every item): the keywords shard nothing."""
@@ -524,7 +539,7 @@ class LoaderFacts:
                                                           or self._rank_part_built(dataset, fn)
                                                           or self._subset_of_sampler(dataset, fn)
                                                           or self._made_each_pass(dataset, fn, call)))
-                or self._trains(fn, name, split=True),
+                or self._trains(fn, name, split=True) or self._collates_a_rank_share(call, fn),
                 # (webdataset's WebLoader exists for its own pipelines, which split themselves
                 # by node and worker: its dataset is one wherever the source does not show it)
                 iterable=(dataset is not None and self.dataset_kind(dataset, fn))
@@ -2258,13 +2273,18 @@ class LoaderFacts:
                 # `smp = pick_sampler(ds, acc)`, a helper returning DistributedSampler(...) where
                 # there are several processes (None otherwise): what its returns are
                 target = self.program.callee(value.func, scope)
+                if target is None and value.func.__class__ is ast.Attribute:
+                    # (`self._get_sampler(...)`, a method of the object's own class: WavCaps)
+                    found = self.program.resolve(value.func, scope)[0]
+                    target = found[0] if len(found) == 1 else None
                 if self.program.is_function(target) and not isinstance(target.node, ast.Module) and target.returned:
                     returned = {self._sampler_kind(r, target, depth - 1) for r in target.returned}
                     if "distributed" in returned:
                         return "distributed"
-                    if returned == {"plain"}:
-                        # `get_weighted_sampler(ds)` returning `WeightedRandomSampler(w, n)`: plain
-                        kinds.add("plain")
+                    if returned and returned <= {"plain", "none"}:
+                        # `get_weighted_sampler(ds)` returning `WeightedRandomSampler(w, n)`: plain;
+                        # a helper whose live returns are None alone: none
+                        kinds |= returned
                         continue
             if is_const(value, None):
                 kinds.add("none")

@@ -695,19 +695,33 @@ def _workers(program, workers: ast.AST, fn: Function, defaults: dict) -> Optiona
     only to 0); the assumption where only an option gives them (`--num_workers`, declared with
     default 0, which a launch recipe sets: wekws, P5); None where it never has any."""
     options = []
-    for value, scope in program.values_of(workers, fn, 2):
+    for value, scope in _field_values(program, workers, fn):
         if isinstance(value, ast.Constant) and value.value == 0:
             continue
         if isinstance(value, ast.Name) and value.id in scope.params and left_at_zero(
                 value.id, scope.node, program.files, scope.cls.name if scope.name == "__init__" and scope.cls else None):
             continue  # `def get_loaders(rank, n, num_workers=0)`, every call leaving it out
         if isinstance(value, ast.Attribute) and defaults.get(value.attr, 1) == 0:
-            options.append(value.attr)
+            if not program.left_by_every_launch(value.attr):
+                options.append(value.attr)  # (the launches written beside the script all leave it: 0)
             continue
         return ""
     if options:
         return f"--{options[0]} is above its default 0"
     return None
+
+
+def _field_values(program, node: ast.AST, fn: Function) -> list:
+    """values_of, and for a field of an object of a local class that the source sets no other
+    way (`config.num_workers`, `config` a minGPT-style TrainerConfig whose `__init__` sets each
+    keyword it is handed): what its class says it holds."""
+    found = []
+    for value, scope in program.values_of(node, fn, 2):
+        klass = program.class_of(value.value, scope) if value.__class__ is ast.Attribute and not (
+            value.value.__class__ is ast.Name and value.value.id == "self") else None
+        held = program._attr(klass, value.attr) if program.is_class(klass) else []
+        found += [v for h, s in held for v in program.values_of(h, s, 2)] if held else [(value, scope)]
+    return found
 
 
 def _zeroed_when_distributed(program, workers: ast.AST, fn: Function, call: ast.Call) -> bool:

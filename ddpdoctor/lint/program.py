@@ -1597,7 +1597,7 @@ class Program:
             return klass.attrs[attr] + outside if outside else list(klass.attrs[attr])
         if outside:
             return outside
-        built = self._record_fields(klass, attr)
+        built = self._record_fields(klass, attr) or self._kwargs_fields(klass, attr)
         if built:
             return built
         for base in self.bases(klass):
@@ -1605,6 +1605,28 @@ class Program:
             if found:
                 return found
         return self._handed_to_library_base(klass, attr)
+
+    def _kwargs_fields(self, klass: Klass, attr: str) -> list[tuple[ast.AST, Function]]:
+        """A config class whose `__init__(self, **kwargs)` sets each keyword on the object
+        (`for k, v in kwargs.items(): setattr(self, k, v)`, or `self.__dict__.update(kwargs)`:
+        minGPT's TrainerConfig): what each construction hands the keyword, and the class's own
+        default (`num_workers = 0` in its body); [] for any other class."""
+        init = klass.methods.get("__init__")
+        spread = getattr(getattr(init, "node", None), "args", None)
+        spread = spread.kwarg.arg if spread is not None and spread.kwarg is not None else None
+        if spread is None or not _sets_each_keyword(init.node, spread):
+            return []
+        found = [(stmt.value, init) for stmt in klass.node.body if stmt.__class__ is ast.Assign
+                 and any(t.__class__ is ast.Name and t.id == attr for t in stmt.targets)]
+        index = self.__dict__.setdefault("_kwargs_constructions", {})
+        if klass not in index:
+            index[klass] = [(call, fn) for fn in self.functions for call in fn.own_calls
+                            if last_name(call.func) == klass.name and self._callee_symbol(call.func, fn) is klass]
+        for call, fn in index[klass]:
+            if any(kw.arg is None for kw in call.keywords):
+                return []  # (`Config(**cfg)`: not known which keywords it hands)
+            found += [(kw.value, fn) for kw in call.keywords if kw.arg == attr]
+        return found
 
     def _handed_to_library_base(self, klass: Klass, attr: str) -> list[tuple[ast.AST, Function]]:
         """A field no class of the project sets, where the class hands a keyword of that name to
@@ -3508,6 +3530,14 @@ class Program:
             return resolved[0] if len({repr(v) for v in resolved}) == 1 else None
         return value
 
+    def left_by_every_launch(self, option: str) -> bool:
+        """Launches are written beside the script (shell scripts, the README's commands), and
+        none of them gives the option: each run as launched holds its declared default."""
+        self.option_defaults()
+        launched = self.__dict__.get("_launched_values")
+        return bool(getattr(launched, "count", 0)) and option not in launched and \
+            option not in self.__dict__.get("_parameter_values", {})
+
     def option_defaults(self) -> dict[str, object]:
         """The command-line options' values on the run as launched: the defaults the program's
         files declare (lint/options.py), and over them what the launches written beside the
@@ -3940,6 +3970,22 @@ def _record_fields_of(klass: Klass) -> list[str]:
     if found is None:
         found = klass.__dict__["_record_fields"] = _record_field_names(klass.node)
     return found
+
+
+def _sets_each_keyword(init: ast.AST, spread: str) -> bool:
+    """`for k, v in kwargs.items(): setattr(self, k, v)` or `self.__dict__.update(kwargs)` in a
+    constructor's body (spread: its `**` parameter's name)."""
+    for stmt in init.body:
+        if stmt.__class__ is ast.For and stmt.iter.__class__ is ast.Call and stmt.iter.func.__class__ is ast.Attribute \
+                and stmt.iter.func.attr == "items" and stmt.iter.func.value.__class__ is ast.Name \
+                and stmt.iter.func.value.id == spread and any(
+                    n.__class__ is ast.Call and last_name(n.func) == "setattr" and n.args
+                    and n.args[0].__class__ is ast.Name and n.args[0].id == "self" for part in stmt.body for n in ast.walk(part)):
+            return True
+        if stmt.__class__ is ast.Expr and stmt.value.__class__ is ast.Call and dotted(stmt.value.func) == "self.__dict__.update" \
+                and len(stmt.value.args) == 1 and stmt.value.args[0].__class__ is ast.Name and stmt.value.args[0].id == spread:
+            return True
+    return False
 
 
 def _namedtuple_fields(value: ast.AST) -> list[str]:

@@ -1029,6 +1029,8 @@ def _rank_state(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool) -
             continue
         if _settled_apart(builder, fn, decided, name):
             continue
+        if all(_set_only_when_off(builder, fn, i.node) for i in ranked_of[name]):
+            continue  # (`if args.early_stop_epoch > 1:` around rank 0's setting, -1 as launched)
         effect = _effect(builder, fn, stmt, item, ddp) or \
             _nested_effect(builder, fn, stmt, item, ddp, told=frozenset(k.rpartition(".")[2] for k in local))
         if effect is None and rereads:
@@ -1603,6 +1605,26 @@ def _tested_where_set(fn: Function, test: ast.stmt, setter: ast.stmt) -> bool:
     return all(any(n is setter for n in walk(block))
                or (isinstance(block, ast.If) and ast.dump(block.test) in tests and block.orelse == [])
                for block in around)
+
+
+def _set_only_when_off(builder: Builder, fn: Function, setter: ast.stmt) -> bool:
+    """The rank-only assignment sits on a side of an `if` the options as launched never take
+    (`if args.early_stop_epoch is not None and args.early_stop_epoch > 1:` around rank 0's
+    `early_stop_flag = True`, --early_stop_epoch -1 in every launch: LucaOne's tasks): the value
+    stays what every rank started with."""
+    parents = fn.__dict__.get("_parents")
+    if parents is None:
+        parents = fn.__dict__["_parents"] = {id(child): node for node in walk(fn.node)
+                                             for child in children(node)}
+    node, below = parents.get(id(setter)), setter
+    while node is not None and node is not fn.node:
+        if node.__class__ is ast.If:
+            inside = any(part is below for part in node.body)
+            held = defaults_settled(node.test, builder.program)
+            if held is not None and held != inside and (inside or any(part is below for part in node.orelse)):
+                return True
+        node, below = parents.get(id(node)), node
+    return False
 
 
 def _settled_apart(builder: Builder, fn: Function, test: ast.AST, name: str) -> bool:
