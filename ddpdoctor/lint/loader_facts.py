@@ -2283,7 +2283,8 @@ class LoaderFacts:
                         return "distributed"
                     if returned and returned <= {"plain", "none"}:
                         # `get_weighted_sampler(ds)` returning `WeightedRandomSampler(w, n)`: plain;
-                        # a helper whose live returns are None alone: none
+                        # one returning None alone where the way in switches its DistributedSampler
+                        # off (`if not is_distributed: return None`): none
                         kinds |= returned
                         continue
             if is_const(value, None):

@@ -342,7 +342,7 @@ def _seeds_direct_path(builder: Builder, fn: Function, call: ast.Call, spawned: 
     spawn target itself (_calls_directly), or in a helper such a function calls (RTM3D's
     `configure()` -> `utils.init_seeds(20)` -> `torch.manual_seed(seed)`, then `main_worker(...)`
     on the torchrun path): there the process that seeded is the rank."""
-    if not _on_by_default(fn.__dict__.get("_call_conds", {}).get(id(call), ()), builder.program):
+    if not _on_by_default(fn.__dict__.get("_call_conds", {}).get(id(call), ()), builder.program, fn):
         return False
     if _calls_directly(builder, fn, spawned):
         return True
@@ -379,19 +379,18 @@ def _constant_index(program, call: ast.Call, target: Function) -> bool:
     first = target.params[0]
     given = call.args[0] if call.args and not isinstance(call.args[0], ast.Starred) else next(
         (k.value for k in call.keywords if k.arg == first), None)
-    return isinstance(given, ast.Constant) and isinstance(given.value, int)
+    return isinstance(given, ast.Constant) and type(given.value) is int
 
 
-def _on_by_default(conds: tuple, program) -> bool:
+def _on_by_default(conds: tuple, program, fn: Function) -> bool:
     """Every test around the seeding holds with the options at their defaults (none at all,
     or `if args.seed is not None:` with `--seed` defaulting to 1): it runs on a plain launch."""
+    from ddpdoctor.lint.save_facts import _main_test
+
     defaults = _defaults(program)
     # (the script's `if __name__ == "__main__":` holds on every launch: the run itself)
-    return all(cond == _MAIN_TEST or (found := OPTION_TEST.match(cond)) is not None and found.group(1) in defaults
-               and not option_off(cond, program) for cond, _ in conds)
-
-
-_MAIN_TEST = "__name__ == '__main__'"  # (a test's text as ast.unparse spells it)
+    return all((found := OPTION_TEST.match(cond)) is not None and found.group(1) in defaults
+               and not option_off(cond, program) or _main_test(program, cond, fn) for cond, _ in conds)
 
 
 def _defaults(program) -> dict:

@@ -1625,7 +1625,9 @@ class Program:
         for call, fn in index[klass]:
             if any(kw.arg is None for kw in call.keywords):
                 return []  # (`Config(**cfg)`: not known which keywords it hands)
-            found += [(kw.value, fn) for kw in call.keywords if kw.arg == attr]
+            given = _field_given(call, attr, None)
+            if given is not None:
+                found.append((given, fn))
         return found
 
     def _handed_to_library_base(self, klass: Klass, attr: str) -> list[tuple[ast.AST, Function]]:
@@ -1679,14 +1681,15 @@ class Program:
         if len(made) != 1:
             return []
         fn, bound, place = made[0]
+        # (a type bound at a module's top - `Env = namedtuple(...)` under the imports - is built
+        # in that module's functions)
+        scopes = [f for f in self.functions if f.module is fn.module] if isinstance(fn.node, ast.Module) else [fn]
         found = []
-        for call in fn.own_calls:
-            if call.func.__class__ is ast.Name and call.func.id == bound:
-                given = next((kw.value for kw in call.keywords if kw.arg == attr), None)
-                if given is None and place < len(call.args) and not any(a.__class__ is ast.Starred for a in call.args):
-                    given = call.args[place]
+        for call, where in ((c, f) for f in scopes for c in f.own_calls):
+            if call.func.__class__ is ast.Name and call.func.id == bound and (where is fn or not where.bindings.get(bound)):
+                given = _field_given(call, attr, place)
                 if given is not None:
-                    found.append((given, fn))
+                    found.append((given, where))
         return found
 
     def _record_fields(self, klass: Klass, attr: str) -> list[tuple[ast.AST, Function]]:
@@ -1708,9 +1711,7 @@ class Program:
         position = fields.index(attr)
         found = []
         for call, fn in index.get(klass, []):
-            given = next((kw.value for kw in call.keywords if kw.arg == attr), None)
-            if given is None and position < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args):
-                given = call.args[position]
+            given = _field_given(call, attr, position)
             if given is not None:
                 found.append((given, fn))
         return found
@@ -3970,6 +3971,16 @@ def _record_fields_of(klass: Klass) -> list[str]:
     if found is None:
         found = klass.__dict__["_record_fields"] = _record_field_names(klass.node)
     return found
+
+
+def _field_given(call: ast.Call, attr: str, place: Optional[int]) -> Optional[ast.AST]:
+    """What a record's construction hands its field: by keyword, or at the field's place
+    (place None: keywords only, a `**kwargs` constructor); None where it hands nothing."""
+    given = next((kw.value for kw in call.keywords if kw.arg == attr), None)
+    if given is None and place is not None and place < len(call.args) and \
+            not any(a.__class__ is ast.Starred for a in call.args):
+        given = call.args[place]
+    return given
 
 
 def _sets_each_keyword(init: ast.AST, spread: str) -> bool:

@@ -1582,14 +1582,20 @@ def _returns_rank_local(builder: Builder, helper: Function, place: Optional[tupl
     return cache[key]
 
 
-def _tested_where_set(fn: Function, test: ast.stmt, setter: ast.stmt) -> bool:
-    """Every plain `if` / `while` around the test is around the assignment too (`if not
-    self.evaluate_only:` holding the epoch loop, its rank-0 counter and the test of it): the
-    test is reached on whatever ranks reach the counter's loop, nothing more to assume."""
+def _parents_of(fn: Function) -> dict:
+    """id(node) -> the node holding it, over fn's body (made once per function)."""
     parents = fn.__dict__.get("_parents")
     if parents is None:
         parents = fn.__dict__["_parents"] = {id(child): node for node in walk(fn.node)
                                              for child in children(node)}
+    return parents
+
+
+def _tested_where_set(fn: Function, test: ast.stmt, setter: ast.stmt) -> bool:
+    """Every plain `if` / `while` around the test is around the assignment too (`if not
+    self.evaluate_only:` holding the epoch loop, its rank-0 counter and the test of it): the
+    test is reached on whatever ranks reach the counter's loop, nothing more to assume."""
+    parents = _parents_of(fn)
     def enclosing(start: ast.AST) -> list:
         found, node = [], parents.get(id(start))
         while node is not None and node is not fn.node:
@@ -1612,10 +1618,7 @@ def _set_only_when_off(builder: Builder, fn: Function, setter: ast.stmt) -> bool
     (`if args.early_stop_epoch is not None and args.early_stop_epoch > 1:` around rank 0's
     `early_stop_flag = True`, --early_stop_epoch -1 in every launch: LucaOne's tasks): the value
     stays what every rank started with."""
-    parents = fn.__dict__.get("_parents")
-    if parents is None:
-        parents = fn.__dict__["_parents"] = {id(child): node for node in walk(fn.node)
-                                             for child in children(node)}
+    parents = _parents_of(fn)
     node, below = parents.get(id(setter)), setter
     while node is not None and node is not fn.node:
         if node.__class__ is ast.If:

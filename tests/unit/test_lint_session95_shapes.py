@@ -735,3 +735,41 @@ def test_loader_over_offsets_into_the_whole_stream(tmp_path):
     body = STREAM["data_utils.py"].replace("                data = parts[rank]\n", "")
     hits = _codes(lint_tree(tmp_path, dict(STREAM, **{"data_utils.py": body})), "DDP802")
     assert len(hits) == 1 and hits[0].location.line == _line(body, "return DataLoader(")
+
+
+# ------------------------------------------------- a namedtuple type bound at the module's top
+# `Env = collections.namedtuple("Env", "world master")` under the imports, built in `main()` as
+# `Env(world, dist.get_rank() == 0)`: `env.master` is a rank test (no DDP806). Twin: built
+# `Env(world, True)`, every rank saves.
+MODULE_RECORD = """
+    import collections
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    Env = collections.namedtuple("Env", "world master")
+
+
+    def main():
+        dist.init_process_group("gloo")
+        env = Env(dist.get_world_size(), dist.get_rank() == 0)
+        model = DDP(torch.nn.Linear(4, 1))
+        for step in range(10):
+            model(torch.randn(8, 4)).sum().backward()
+        if env.master:
+            torch.save(model.module.state_dict(), "last.pt")
+
+
+    if __name__ == "__main__":
+        main()
+"""
+
+
+def test_module_level_namedtuple_field_built_from_the_rank(tmp_path):
+    assert not _codes(lint_tree(tmp_path, {"train.py": MODULE_RECORD}), "DDP806")
+
+
+def test_module_level_namedtuple_field_built_alike(tmp_path):
+    body = MODULE_RECORD.replace("dist.get_rank() == 0)", "True)")
+    hits = _codes(lint_tree(tmp_path, {"train.py": body}), "DDP806")
+    assert len(hits) == 1 and hits[0].location.line == _line(body, "torch.save(")
