@@ -584,9 +584,9 @@ def _loaded_key_leaf(part: ast.AST, program: Program, fn) -> Optional[bool]:
     while node.__class__ is ast.Subscript and node.slice.__class__ is ast.Constant and isinstance(node.slice.value, str):
         keys.insert(0, node.slice.value)
         node = node.value
-    if not keys or node.__class__ is not ast.Name or keys[0] in _keys_set_in_code(program):
+    if not keys or node.__class__ not in (ast.Name, ast.Attribute) or keys[0] in _keys_set_in_code(program):
         return None
-    loads = program.values_of(node, fn)
+    loads = program.values_of(node, fn)  # (`self.cfg['task']`: what the constructor kept)
     if not loads or not all(_yaml_loaded(value, scope, program, _LOADER_DEPTH) for value, scope in loads):
         return None
     held = program.config_file_values(tuple(keys))
@@ -606,6 +606,13 @@ def _yaml_loaded(value: ast.AST, scope, program: Program, depth: int) -> bool:
     project's own function whose every return is (`def parse(path): opt = yaml.load(f); ...;
     return opt`), or of a converter handing its argument back (`dict_to_nonedict(opt)`, one of
     whose returns is its parameter) around such a value."""
+    if value.__class__ is ast.Name and depth > 0:
+        # a name the value reaches through (`main(config)` handing the module's `config` on),
+        # or a loop's name over a grid of the config
+        earlier = [(v, s) for v, s in program.values_of(value, scope) if v is not value]
+        if earlier:
+            return all(_yaml_loaded(v, s, program, depth - 1) for v, s in earlier)
+        return _grid_element(value, scope, program, depth)
     if value.__class__ is not ast.Call or depth <= 0:
         return False
     if program.qualify(value.func, scope) in _YAML_READERS:
@@ -620,6 +627,58 @@ def _yaml_loaded(value: ast.AST, scope, program: Program, depth: int) -> bool:
         return bool(earlier) and all(_yaml_loaded(v, s, program, depth - 1) for v, s in earlier)
     return all(all(v is not r and _yaml_loaded(v, s, program, depth - 1) for v, s in program.values_of(r, target))
                for r in target.returned)
+
+
+def _grid_element(name: ast.Name, scope, program: Program, depth: int) -> bool:
+    """Whether a loop's name holds one point of a hyperparameter grid over the YAML config: `for
+    cnf in grid(config):` (or over a name bound to that call), where the project's `grid(kwargs)`
+    returns a list comprehension of dicts built from its parameter's items (IDGL-style: the
+    scalar entries copied, one element of each list-valued entry). A scalar the config sets is
+    the same in every point, so a test on it reads the file as the config itself does."""
+    if scope.node is None or scope.bindings.get(name.id):
+        return False  # (assigned as well as looped over: not the grid's alone)
+    loops = [loop for loop in scope.own_of(ast.For) if loop.target.__class__ is ast.Name and loop.target.id == name.id]
+    if not loops:
+        return False
+    for loop in loops:
+        for made, where in program.values_of(loop.iter, scope):
+            grid = program.callee(made.func, where) if made.__class__ is ast.Call and made.args else None
+            if not (hasattr(grid, "returned") and grid.returned and grid.params and _builds_points(grid)):
+                return False
+            if not all(v is not made and _yaml_loaded(v, s, program, depth - 1)
+                       for v, s in program.values_of(made.args[0], where)) or \
+                    not program.values_of(made.args[0], where):
+                return False
+    return True
+
+
+def _builds_points(grid) -> bool:
+    """A grid helper's every return is a list comprehension whose elements are built from its
+    first parameter's `.items()`."""
+    param = grid.params[0]
+    for returned in grid.returned:
+        if returned.__class__ is not ast.ListComp:
+            return False
+        if not any(n.__class__ is ast.Attribute and n.attr == "items" and n.value.__class__ is ast.Name
+                   and n.value.id == param for n in walk(returned.elt)):
+            return False
+    return True
+
+
+def settled_spans(fn, program: Program) -> tuple:
+    """The (first, last) lines of the sides of fn's own `if` tests that no run takes, read as the
+    walker reads a test it reaches (its literals and the program's own names, or a key of the
+    dict the YAML config was read into): for a question asked before the walk got to fn."""
+    spans = []
+    for branch in fn.own_of(ast.If):
+        truth = defined_truth(branch.test, program, fn)
+        if truth is None and any(n.__class__ is ast.Compare and n.left.__class__ is ast.Subscript
+                                 for n in walk(branch.test)):
+            truth = loaded_config_truth(branch.test, program, fn)
+        skipped = None if truth is None else (branch.orelse if truth else branch.body)
+        if skipped:
+            spans.append((skipped[0].lineno, skipped[-1].end_lineno or skipped[-1].lineno))
+    return tuple(spans)
 
 
 def _keys_set_in_code(program: Program) -> frozenset:

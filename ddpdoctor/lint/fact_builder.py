@@ -777,7 +777,29 @@ class BuilderCore:
         # (a plain flag is not read so: `if args.do_train:` around the whole training, a
         # store_true, is the run launched, not one switched off - as save_facts reads such flags)
         return bool(self.every_way_in(fn, lambda conds, _caller: off_at_launch(
-            tuple((c, f) for c, f in conds if not f), self.program))) or self._picked_off_at_launch(fn)
+            tuple((c, f) for c, f in conds if not f), self.program))) or self._picked_off_at_launch(fn) \
+            or self._called_only_where_dead(fn)
+
+    def _called_only_where_dead(self, fn: Function) -> bool:
+        """A method of a live class (every method of a class the run builds is read, for the hooks
+        a framework calls) that its own class calls only inside blocks no run takes (`if
+        self.cfg['task'] == 'fine_tuning_clam': self._train_finetune_epoch(...)` with `task: mcat`
+        in every config: the walker skipped that side, so the call is no way in): the class names
+        it itself, so it is no hook, and the run never calls it."""
+        if fn.cls is None or fn.parent is not None or fn.node is None or fn in self.callers():
+            return False
+        named = False
+        for method in fn.cls.methods.values():
+            dead = method.__dict__.get("_dead_spans") if method is not None else None
+            if not dead or method.node is None:
+                continue
+            for node in walk(method.node):
+                if node.__class__ is ast.Call and node.func.__class__ is ast.Attribute and node.func.attr == fn.name \
+                        and node.func.value.__class__ is ast.Name and node.func.value.id == "self":
+                    if not any(start <= node.lineno <= end for start, end in dead):
+                        return False  # (called on a live side too: a way in the walk did not record)
+                    named = True
+        return named
 
     def _picked_off_at_launch(self, fn: Function) -> bool:
         """Every call into fn is through a name its caller binds to fn only under a test the

@@ -1451,6 +1451,11 @@ class Program:
             klass = self._class_of_fn(fn)
             if klass is not None:
                 found = self._attr(klass, node.attr)
+                if len(found) > 1:
+                    # (not what a block no run takes binds: `self.model = DDP(...)` on the side of
+                    # `if cfg['task'] == 'fine_tuning_clam':` no config picks, as the walk found)
+                    live = [(value, owner) for value, owner in found if not _in_dead_span(value, owner, self)]
+                    found = live or found
                 if found:
                     out = []
                     for value, owner in found:
@@ -4076,6 +4081,30 @@ def _module_function(program, value: ast.AST, scope: Function, symbol) -> bool:
     return value.__class__ is ast.Attribute and value.value.__class__ is ast.Name and \
         symbol.__class__ is Function and symbol.cls is None and symbol.node.__class__ is not ast.Module and \
         program.symbol(value.value.id, scope).__class__ is Module
+
+
+def _in_dead_span(value: ast.AST, owner: Function, program: "Program") -> bool:
+    """The value sits in a block of its function that no run takes: one the walk skipped, or
+    (asked before the walk reached the function: a field a method reads is bound in a constructor
+    walked later) a side of an `if` the config files or the source's constants settle."""
+    line = getattr(value, "lineno", None)
+    if line is None or owner.node is None or owner.node.__class__ is ast.Module:
+        return False
+    dead = owner.__dict__.get("_dead_spans") or ()
+    if any(start <= line <= end for start, end in dead):
+        return True
+    settled = owner.__dict__.get("_settled_spans")
+    if settled is None:
+        nesting = program.__dict__.get("_settling", 0)
+        if nesting >= 2:
+            return False  # (a test's reading asking of another function's tests, and so on: not followed)
+        owner.__dict__["_settled_spans"] = ()  # (asked again while it is worked out: nothing known yet)
+        program.__dict__["_settling"] = nesting + 1
+        try:
+            settled = owner.__dict__["_settled_spans"] = defaults.settled_spans(owner, program)
+        finally:
+            program.__dict__["_settling"] = nesting
+    return any(start <= line <= end for start, end in settled)
 
 
 def _reaching(found: list, use: ast.AST, fn: Function) -> list:

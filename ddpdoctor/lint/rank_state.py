@@ -2728,7 +2728,16 @@ def _checked_in_loop(builder: Builder, fn: Function, loop: ast.AST, wanted: str)
 
 def _deepspeed_engine(program, node: ast.AST, fn: Function) -> bool:
     """The name holds the engine `deepspeed.initialize(...)` returns first
-    (`engine, opt, _, _ = deepspeed.initialize(...)`, or `... = deepspeed.initialize(...)[0]`)."""
+    (`engine, opt, _, _ = deepspeed.initialize(...)`, or `... = deepspeed.initialize(...)[0]`);
+    also a field the class binds so (`self.model, self.optimizer, _, _ = deepspeed.initialize(...)`
+    in the constructor, then `self.model.backward(loss)` in the epoch method)."""
+    if _self_field(node) and fn.cls is not None:
+        return any(isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Tuple)
+                   and stmt.targets[0].elts and _self_field(stmt.targets[0].elts[0])
+                   and stmt.targets[0].elts[0].attr == node.attr and isinstance(stmt.value, ast.Call)
+                   and (program.qualify(stmt.value.func, method) or "") == "deepspeed.initialize"
+                   for method in fn.cls.methods.values() if method is not None and method.node is not None
+                   for stmt in method.own)
     if not isinstance(node, ast.Name):
         return False
     for stmt in fn.own:
