@@ -465,8 +465,11 @@ class AccumulationFacts:
         return self._defaults_to_one(test.left.attr)
 
     def _defaults_to_one(self, option: str) -> bool:
-        """The command-line option is a count declared with default 1 (not the bool True)."""
+        """The command-line option is a count declared with default 1 (not the bool True); also
+        one every launch gives a value the lint cannot read (`--accum-iter $ACC`)."""
         default = self.program.option_defaults().get(option)
+        if option in self.program.launched_unknown():
+            default = self.program.__dict__.get("_declared_defaults", {}).get(option)
         return default == 1 and not isinstance(default, bool)
 
     def _runs_once(self, fn: Function, loop: ast.AST) -> bool:

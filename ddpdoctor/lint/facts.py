@@ -281,6 +281,9 @@ def build(program: Program, script: str) -> LintFacts:
     seeds = [s for s in seeds if str(s.loader) not in builder.off_loaders]
     # (and one whose dataset draws no random numbers: alike seeds make nothing alike there)
     seeds = [s for s in seeds if not process_seeds.draws_nothing(builder, s)]
+    # (a dataset that reseeds every generator in its workers itself - from the worker's id alone
+    # - decides what they draw, whatever seed the loader hands them: one finding, that one)
+    reseeded = dataset_seeds.gather(builder, loaders, seeds)
     facts = LintFacts(
         accumulate=accumulate,
         script=script, files=[f.display for f in program.sources],
@@ -293,8 +296,7 @@ def build(program: Program, script: str) -> LintFacts:
         functions=sum(1 for f in program.functions if not isinstance(f.node, ast.Module)),
         unreachable=program.skipped,
         data_sized=data_sized.gather(program.files, reachable) + data_keys.gather(program.files, reachable),
-        unranked_seeds=seeds + process_seeds.gather(builder, loaders, seeds)
-        + dataset_seeds.gather(builder, loaders, seeds),
+        unranked_seeds=seeds + process_seeds.gather(builder, loaders, seeds + reseeded) + reseeded,
         # (an FSDP model's forward all-gathers: a rank that skips it strands the others too)
         rank_local=_rank_local(builder, ddp or builder.builds_fsdp() or framework is not None, loaders),
         trainer_shards=trainer_data.gather(builder) if framework is not None else [],

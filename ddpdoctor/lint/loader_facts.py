@@ -2748,6 +2748,7 @@ class LoaderFacts:
                 location=loc(fn, call), name=name or "DistributedSampler(...)",
                 shuffle=(shuffle is None or not is_const(shuffle, False, 0)) and not self._ordered_class(call, fn)
                 and not (shuffle is None and self._unshuffled_by_default(call, fn))
+                and not self._base_never_shuffles(call, fn)
                 and not self._advances_itself(call, fn)
                 # `DistributedSampler(ds, epoch=epoch)` of a copy that takes it, built each epoch
                 and not (keyword(call, "epoch") is not None and not isinstance(keyword(call, "epoch"), ast.Constant)),
@@ -2917,6 +2918,22 @@ class LoaderFacts:
             return False
         # (given by place: the call's i-th argument is the parameter after `self`)
         return "shuffle" not in names or len(call.args) < names.index("shuffle")
+
+    def _base_never_shuffles(self, call: ast.Call, fn: Function) -> bool:
+        """A local DistributedSampler subclass whose constructor hands the base `shuffle=False`
+        itself (`super().__init__(dataset=inds, ..., shuffle=False)`) and whose own `__iter__`
+        reads no epoch (it hands out what a sampler of its own draws): set_epoch only reseeds
+        the base's shuffle, which is off, so it changes no order."""
+        klass = self.program.callee(call.func, fn)
+        if not self.program.is_class(klass):
+            return False
+        init, step = self.program.method(klass, "__init__"), self.program.method(klass, "__iter__")
+        if init is None or init.node is None or isinstance(init.node, ast.Module) or \
+                step is None or step.node is None or step.cls is not klass or "epoch" in text(step.node, 100_000):
+            return False
+        return any(isinstance(c.func, ast.Attribute) and c.func.attr == "__init__" and
+                   isinstance(c.func.value, ast.Call) and last_name(c.func.value.func) == "super"
+                   and is_const(keyword(c, "shuffle"), False) for c in init.own_calls)
 
     def _advances_itself(self, call: ast.Call, fn: Function) -> bool:
         """A local sampler class whose own `__iter__` steps its epoch (`self.epoch += 1` after the

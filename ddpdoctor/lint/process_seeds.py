@@ -1588,9 +1588,23 @@ def _construction_methods(klass) -> set[str]:
     return built
 
 
+# how many calls down a step a worker runs is read for its draws
+_HELPERS_DOWN = 4
+
+
 def _step_draws(program, step: Function, depth: int) -> bool:
     """A local function the workers run draws: in its own text, or in a local helper it calls
-    (`collate` -> `pick_frames`, whose `np.random.permutation` picks the clip's frames)."""
+    (`collate` -> `pick_frames`, whose `np.random.permutation` picks the clip's frames).
+    Worked out once per (function, depth)."""
+    memo = program.__dict__.setdefault("_step_draws_memo", {})
+    key = (id(step), depth)
+    if key not in memo:
+        memo[key] = False  # (a helper that leads back to itself draws nothing more)
+        memo[key] = _step_draws_once(program, step, depth)
+    return memo[key]
+
+
+def _step_draws_once(program, step: Function, depth: int) -> bool:
     if RANDOM_WORDS.search(OWN_GENERATOR.sub("", _source(step))):
         return True
     if step.cls is not None and any(
@@ -1785,11 +1799,13 @@ def _random_in_values(program, node: ast.AST, fn: Function, depth: int, shown: l
                 shown.extend(steps)
                 return True
         if isinstance(value, ast.Lambda):
-            # `collate_fn=lambda b: collate(b, train=True)`: the workers run the functions it calls
+            # `collate_fn=lambda b: collate(b, train=True)`: the workers run the functions it calls,
+            # and the helpers those call (TwoStream's collate -> load_batch_video -> load_video ->
+            # get_selected_indexs, whose np.random picks the frames)
             steps = [t for c in walk(value.body) if isinstance(c, ast.Call)
                      for t in program.resolve(c.func, scope)[0]
                      if program.is_function(t) and not isinstance(t.node, ast.Module) and t.cls is None]
-            if any(_step_draws(program, t, 2) for t in steps):
+            if any(_step_draws(program, t, _HELPERS_DOWN) for t in steps):
                 shown.extend(steps)
                 return True
         if isinstance(value, ast.Name):  # `train_set, val_set = data.splits()`: what the builder returns

@@ -1390,6 +1390,14 @@ class Program:
                             out.append((row.elts[index], scope))
                 continue
             func = value.func
+            if func.__class__ is ast.Attribute and func.attr == "values" and not value.args and \
+                    func.value.__class__ is ast.Call:
+                # `train_tf, eval_tf, _, _ = make_transforms(root).values()`: the values of the
+                # dict literal the builder returns, in the order it spells them (a dict keeps it)
+                out.extend((ret.values[index], target) for target in self._builders(func.value.func, fn)
+                           for ret in target.returned if isinstance(ret, ast.Dict) and len(ret.values) == width
+                           and None not in ret.keys)
+                continue
             if func.__class__ is ast.Subscript:
                 # `labeled, unlabeled = BUILDERS[args.dataset](args, root)`: the builders the
                 # table holds, their modules read (which datasets they return is the question)
@@ -1405,6 +1413,23 @@ class Program:
                     if isinstance(ret, (ast.Tuple, ast.List)) and len(ret.elts) == width:
                         out.extend(self.values_of(ret.elts[index], target))
         return out
+
+    def _builders(self, func: ast.AST, fn: Function) -> list[Function]:
+        """The local functions a call's callee may be: the one it names, or each one a table
+        holds where it reads the table (`DATASET_ZOO[cfg.dataset](root)`, or a name bound to
+        that read: `make = DATASET_ZOO[cfg.dataset]; make(root)`)."""
+        found = [t for t in self.resolve(func, fn)[0] if t.__class__ is Function]
+        if found:
+            return found
+        reads = [(func, fn)] if func.__class__ is ast.Subscript else \
+            [(v, s) for v, s in self.values_of(func, fn) if v.__class__ is ast.Subscript] if func.__class__ is ast.Name else []
+        for read, scope in reads:
+            table, path = read, []
+            while table.__class__ is ast.Subscript:
+                path.insert(0, table.slice)
+                table = table.value
+            found += [t for t in self._table_entries(table, scope, read=True, path=path) if t.__class__ is Function]
+        return found
 
     @staticmethod
     def handed(target: Function, param: str, call: ast.Call, caller: Function) -> Optional[ast.AST]:
@@ -3567,6 +3592,11 @@ class Program:
                         # read on the declared default, the default path as the rules read it
                         contested[option] = frozenset(found.get(option, UNKNOWN_VALUE) if v is LEFT_OUT else v
                                                       for v in value)
+                        if all(v is UNKNOWN_VALUE for v in value) and option in found:
+                            # (`--n_gpu=$num_gpus` in every launch, a count its shell script works
+                            # out: no launch runs on the declared default, so it is not known)
+                            del found[option]
+                            self.__dict__.setdefault("_launched_unknown", set()).add(option)
                     else:
                         found[option] = value
                 # (a configargparse config file the run names: its settings over the declared
@@ -3609,6 +3639,13 @@ class Program:
             self.__dict__["_launch_candidates"] = contested
             self.__dict__["_option_defaults_seen"] = found
         return found
+
+    def launched_unknown(self) -> frozenset:
+        """The options every launch beside the script gives a value the lint cannot read
+        (`--n_gpu=$num_gpus`): the declared default is no launch's value (option_defaults leaves
+        them out; a message may still name the declared default)."""
+        self.option_defaults()
+        return frozenset(self.__dict__.get("_launched_unknown", ()))
 
     def hand_set(self) -> dict[str, object]:
         """Options the script sets to a constant by hand once parsed, in its own top level or
@@ -4128,8 +4165,45 @@ def _reaching(found: list, use: ast.AST, fn: Function) -> list:
         spans = fn.__dict__["_loop_spans"] = [
             (n.lineno, getattr(n, "end_lineno", n.lineno)) for n in fn.own
             if n.__class__ in (ast.For, ast.While, ast.AsyncFor)]
+    once = _first_pass_spans(fn)
     return [(bound, value, scope) for bound, value, scope in found
-            if bound <= line or any(start <= line and bound <= end for start, end in spans)]
+            if bound <= line or any(start <= line and bound <= end for start, end in spans)
+            and not any(start <= line <= end and start <= bound <= end for start, end in once)]
+
+
+def _first_pass_spans(fn: Function) -> list[tuple[int, int]]:
+    """The lines of each `if first_time:` block inside a loop that runs on the loop's first pass
+    alone: the flag is set True before the loop and only ever to False inside it, by a statement
+    every pass runs (at the loop body's top level, or in such a block itself), and nothing in the
+    body skips to the next pass (`continue`). A binding further down the block never reaches a
+    use above it through the loop (ORBIT-2's `load_checkpoint_pretrain(model, ...)` before
+    `model = FSDP(model, ...)`, both on the first pass). Worked out once per function."""
+    found = fn.__dict__.get("_first_pass_spans")
+    if found is not None:
+        return found
+    found = fn.__dict__["_first_pass_spans"] = []
+    if fn.node is None or not fn.own_of(ast.If):
+        return found
+    for loop in fn.own_of(ast.For, ast.While):
+        body_nodes = own_nodes_of(list(loop.body))
+        if any(n.__class__ is ast.Continue for n in body_nodes):
+            continue
+        for block in loop.body:
+            if not (block.__class__ is ast.If and block.test.__class__ is ast.Name and not block.orelse):
+                continue
+            flag = block.test.id
+            sets = [n for n in body_nodes if n.__class__ is ast.Assign and any(
+                t.__class__ is ast.Name and t.id == flag for t in n.targets)]
+            if not sets or not all(n.value.__class__ is ast.Constant and n.value.value is False for n in sets):
+                continue
+            resets = [stmt for stmt in loop.body if stmt in sets or (
+                stmt.__class__ is ast.If and stmt.test.__class__ is ast.Name and stmt.test.id == flag
+                and any(s in sets for s in stmt.body))]
+            before = [n for n in fn.own_of(ast.Assign) if n.lineno < loop.lineno and any(
+                t.__class__ is ast.Name and t.id == flag for t in n.targets)]
+            if resets and before and all(n.value.__class__ is ast.Constant and n.value.value is True for n in before):
+                found.append((block.lineno, block.end_lineno or block.lineno))
+    return found
 
 
 def _top_assigned(fn: Function) -> dict[str, list[tuple[int, int]]]:

@@ -1172,14 +1172,31 @@ def _none_kept(fn: Function, decided: ast.AST, name: str, ranked: list) -> bool:
     """The decision tests only whether the name is None (`if val_loader is not None:`) and each
     rank-only assignment wraps the value itself inside `if <name> is not None:` (`val_loader =
     tqdm(val_loader, ...)` on rank 0, for its progress bar): not None before, not None after, on
-    every rank alike."""
-    if not (isinstance(decided, ast.Compare) and len(decided.ops) == 1 and isinstance(decided.ops[0], (ast.Is, ast.IsNot))
-            and isinstance(decided.left, ast.Name) and decided.left.id == name and is_const(decided.comparators[0], None)):
+    every rank alike. Also where the test reads the name only so, beside other parts (`if
+    pretrain_path is None and checkpoint_path is None:`), a guard holds it as one part of an `and`
+    (`if pretrain_path is not None and world_rank < tp:`), and the new value is built from it
+    by an operator or an f-string (`pretrain_path = pretrain_path + "_rank_" + str(rank)`)."""
+    reads = [n for n in walk(decided) if isinstance(n, ast.Name) and n.id == name]
+    tests = [n for n in walk(decided) if isinstance(n, ast.Compare) and len(n.ops) == 1
+             and isinstance(n.ops[0], (ast.Is, ast.IsNot)) and isinstance(n.left, ast.Name) and n.left.id == name
+             and is_const(n.comparators[0], None)]
+    if not reads or len(tests) != len(reads):
         return False
-    guards = [node for node in fn.own_of(ast.If) if text(node.test) == f"{name} is not None"]
-    return all(isinstance(i.node, ast.Assign) and isinstance(i.node.value, ast.Call) and any(
-        isinstance(a, ast.Name) and a.id == name for a in i.node.value.args)
-        and any(i.node is n for g in guards for stmt in g.body for n in walk(stmt)) for i in ranked)
+    said = f"{name} is not None"
+    guards = [node for node in fn.own_of(ast.If) if text(node.test) == said or (
+        isinstance(node.test, ast.BoolOp) and isinstance(node.test.op, ast.And)
+        and any(text(v) == said for v in node.test.values))]
+    return all(isinstance(i.node, ast.Assign) and _kept_not_none(i.node.value, name)
+               and any(i.node is n for g in guards for stmt in g.body for n in walk(stmt)) for i in ranked)
+
+
+def _kept_not_none(value: ast.AST, name: str) -> bool:
+    """A value made from the name that is never None: a call handed it (`tqdm(loader)`), or an
+    operator or f-string over it."""
+    if isinstance(value, ast.Call):
+        return any(isinstance(a, ast.Name) and a.id == name for a in value.args)
+    return isinstance(value, (ast.BinOp, ast.JoinedStr)) and \
+        any(isinstance(n, ast.Name) and n.id == name for n in walk(value))
 
 
 def _apart(fn: Function, setter: ast.stmt, read: ast.stmt) -> bool:
