@@ -195,6 +195,13 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         different collective): the job hangs until the process-group timeout (30 min on
         gloo, 10 on NCCL), or two unrelated collectives pair up and return garbage.
 
+        Values a block no run takes never reach a use: a field bound on a side of an `if` the
+        configs settle (`self.model = DDP(...)` under `if cfg['task'] == 'fine_tuning':` where every
+        config, also each point of a project's hyperparameter `grid(config)` built from the
+        config's items, says `task: mcat`) is not the field's value, and a block a loop runs on
+        its first pass alone (`if first:` with `first = True` before the loop and set False on
+        every pass) hands a helper the module it holds there, not the FSDP model the same pass
+        wraps further down.
     How to fix:
         Run the collective on every rank, and only the side effect on one:
 

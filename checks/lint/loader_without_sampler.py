@@ -155,6 +155,9 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
         batches: N GPUs do the work of one, and an epoch takes N times longer than it should
         while looking normal. The probe (DDP301) proves it from the batches themselves.
 
+        An option every launch beside the script gives a value worked out in the shell
+        (`--n_gpu=$num_gpus`) has no known value: its declared default is no launch's, so a
+        sampler built under `if n_gpu > 1:` may be the run's.
     How to fix:
         Give the loader a DistributedSampler, shuffle in the sampler, and call set_epoch:
 

@@ -157,6 +157,12 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
         until the NCCL timeout; a skipped backward on one rank does the same at the next
         gradient all-reduce, or pairs the wrong buckets.
 
+        A DeepSpeed engine kept in a field (`self.model, self.optimizer, _, _ =
+        deepspeed.initialize(...)`) reduces the gradients in `self.model.backward(loss)`, so a
+        rank-local skip before it is reported as before a DDP backward. Not reported: a path
+        some ranks suffix where it is set (`if path is not None and rank < tp: path = path +
+        "_rank_" + str(rank)`) and a later test only of whether it is None; a method its class
+        calls only on a side of an `if` no run takes.
     How to fix:
         Make the decision the same on every rank: share the value, then test it.
 

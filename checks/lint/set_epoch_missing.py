@@ -75,6 +75,9 @@ def set_epoch_missing(facts: LintFacts) -> list[Problem] | Skipped:
         batches, on the same rank. Training loses the reshuffling it asked for and
         converges worse; nothing warns. The probe (DDP302) shows it from the batches.
 
+        Not reported: a DistributedSampler subclass that hands its base `shuffle=False` itself
+        (`super().__init__(dataset=inds, ..., shuffle=False)`) and whose own `__iter__` reads no
+        epoch: set_epoch would only reseed the base's shuffle, which is off.
     How to fix:
         Call set_epoch with the epoch number before iterating:
 
