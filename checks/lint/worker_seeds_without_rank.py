@@ -119,8 +119,8 @@ def worker_seeds_without_rank(facts: LintFacts) -> list[Problem] | Skipped:
         numbers: the k-th sample of every rank gets the same crop, flip and noise. Nothing
         fails; the model sees 1/world of the augmentation variety it was meant to.
 
-        The transforms a builder hands out as its dict's values (`train_tf, eval_tf =
-        ZOO[args.dataset](root).values()`) are read as that dict's entries, and a collate
+        The transforms a builder hands out as its dict's values (`make = ZOO[args.dataset]`,
+        then `train_tf, eval_tf = make(root).values()`) are read as that dict's entries, and a collate
         function's helpers are followed four calls down for a draw. Where the dataset reseeds
         every generator in its workers itself (from the worker's id alone), that reseed is the
         one finding: the seed the loader hands its workers decides nothing there.
