@@ -469,7 +469,7 @@ class AccumulationFacts:
         one every launch gives a value the lint cannot read (`--accum-iter $ACC`)."""
         default = self.program.option_defaults().get(option)
         if option in self.program.launched_unknown():
-            default = self.program.__dict__.get("_declared_defaults", {}).get(option)
+            default = self.program.declared_defaults().get(option)
         return default == 1 and not isinstance(default, bool)
 
     def _runs_once(self, fn: Function, loop: ast.AST) -> bool:

@@ -665,16 +665,38 @@ def _builds_points(grid) -> bool:
     return True
 
 
+def branch_truth(test: ast.AST, program: Program, fn) -> Optional[bool]:
+    """Which side of an `if` every run takes, where the source or the configs beside the script
+    settle it: its literals and the program's own names (defined_truth), a loop's name over a
+    list every config gives (loop_config_truth), a key of the dict the YAML config was read
+    into (loaded_config_truth); None where nothing settles it. The walker's reading of each test
+    it reaches."""
+    truth = defined_truth(test, program, fn)
+    if truth is None and fn.__dict__.get("_loop_names"):
+        # `if model in ["nsub_dnn"]:` in a loop over the models every config lists
+        truth = loop_config_truth(test, program, fn)
+    if truth is None and _keyed_compare(test):
+        # `if opt['model'] in ['vsr']:` on the dict the run's YAML config was read into
+        truth = loaded_config_truth(test, program, fn)
+    return truth
+
+
+def _keyed_compare(test: ast.AST) -> bool:
+    """Whether a test (or a part of its `and` / `or`) compares a dict's key (`opt['model'] in
+    [...]`): the one shape loaded_config_truth reads, told cheaply before it is asked."""
+    if test.__class__ is ast.BoolOp:
+        return any(_keyed_compare(v) for v in test.values)
+    if test.__class__ is ast.UnaryOp:
+        return _keyed_compare(test.operand)
+    return test.__class__ is ast.Compare and test.left.__class__ is ast.Subscript
+
+
 def settled_spans(fn, program: Program) -> tuple:
     """The (first, last) lines of the sides of fn's own `if` tests that no run takes, read as the
-    walker reads a test it reaches (its literals and the program's own names, or a key of the
-    dict the YAML config was read into): for a question asked before the walk got to fn."""
+    walker reads a test it reaches (branch_truth): for a question asked before the walk got to fn."""
     spans = []
     for branch in fn.own_of(ast.If):
-        truth = defined_truth(branch.test, program, fn)
-        if truth is None and any(n.__class__ is ast.Compare and n.left.__class__ is ast.Subscript
-                                 for n in walk(branch.test)):
-            truth = loaded_config_truth(branch.test, program, fn)
+        truth = branch_truth(branch.test, program, fn)
         skipped = None if truth is None else (branch.orelse if truth else branch.body)
         if skipped:
             spans.append((skipped[0].lineno, skipped[-1].end_lineno or skipped[-1].lineno))

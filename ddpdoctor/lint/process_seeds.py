@@ -1406,7 +1406,7 @@ def _helpers_draw(program, method) -> bool:
                     if isinstance(side, (ast.Name, ast.Attribute))
                     for t in program.reference(side, owner) if t.cls is None and t.node is not None
                     and not isinstance(t.node, ast.Module)]
-            if any(_step_draws(program, t, 2) for t in held):
+            if any(_step_draws(program, t, _HELPERS_DOWN) for t in held):
                 return True
             # `self.transform(image)` of `self.transform = Transform(train=train)`, a local class
             # whose __call__ draws (Prismer's random crop and flip)
@@ -1588,7 +1588,9 @@ def _construction_methods(klass) -> set[str]:
     return built
 
 
-# how many calls down a step a worker runs is read for its draws
+# how many calls down a step a worker runs is read for its draws (a collate function, a handed
+# pipeline stage, a lambda's callees: TwoStream's collate -> load_batch_video -> load_video ->
+# get_selected_indexs)
 _HELPERS_DOWN = 4
 
 
@@ -1759,7 +1761,7 @@ def _random_in_values(program, node: ast.AST, fn: Function, depth: int, shown: l
                       if isinstance(h, (ast.Name, ast.Attribute))]
             steps = [t for h in handed for t in program.reference(h, scope) if program.is_function(t)
                      and not isinstance(t.node, ast.Module)]
-            if any(_step_draws(program, t, 2) for t in steps):
+            if any(_step_draws(program, t, _HELPERS_DOWN) for t in steps):
                 shown.extend(steps)
                 return True
         if depth <= 0:
@@ -1795,13 +1797,11 @@ def _random_in_values(program, node: ast.AST, fn: Function, depth: int, shown: l
             # (a method too: `collate_fn=self._collate` of the data module)
             steps = [t for t in program.reference(handed, scope) if program.is_function(t)
                      and not isinstance(t.node, ast.Module) and (t.cls is None or isinstance(handed, ast.Attribute))]
-            if any(_step_draws(program, t, 2) for t in steps):
+            if any(_step_draws(program, t, _HELPERS_DOWN) for t in steps):
                 shown.extend(steps)
                 return True
         if isinstance(value, ast.Lambda):
-            # `collate_fn=lambda b: collate(b, train=True)`: the workers run the functions it calls,
-            # and the helpers those call (TwoStream's collate -> load_batch_video -> load_video ->
-            # get_selected_indexs, whose np.random picks the frames)
+            # `collate_fn=lambda b: collate(b, train=True)`: the workers run the functions it calls
             steps = [t for c in walk(value.body) if isinstance(c, ast.Call)
                      for t in program.resolve(c.func, scope)[0]
                      if program.is_function(t) and not isinstance(t.node, ast.Module) and t.cls is None]

@@ -1398,17 +1398,9 @@ class Program:
                            for ret in target.returned if isinstance(ret, ast.Dict) and len(ret.values) == width
                            and None not in ret.keys)
                 continue
-            if func.__class__ is ast.Subscript:
-                # `labeled, unlabeled = BUILDERS[args.dataset](args, root)`: the builders the
-                # table holds, their modules read (which datasets they return is the question)
-                table, path = func, []
-                while table.__class__ is ast.Subscript:
-                    path.insert(0, table.slice)
-                    table = table.value
-                targets = [t for t in self._table_entries(table, fn, read=True, path=path) if t.__class__ is Function]
-            else:
-                targets = self.resolve(func, fn)[0]
-            for target in targets:
+            # (`labeled, unlabeled = BUILDERS[args.dataset](args, root)`: the builders the table
+            # holds, their modules read - which datasets they return is the question)
+            for target in self._builders(func, fn):
                 for ret in target.returned:
                     if isinstance(ret, (ast.Tuple, ast.List)) and len(ret.elts) == width:
                         out.extend(self.values_of(ret.elts[index], target))
@@ -4192,10 +4184,12 @@ def _first_pass_spans(fn: Function) -> list[tuple[int, int]]:
             if not (block.__class__ is ast.If and block.test.__class__ is ast.Name and not block.orelse):
                 continue
             flag = block.test.id
-            sets = [n for n in body_nodes if n.__class__ is ast.Assign and any(
-                t.__class__ is ast.Name and t.id == flag for t in n.targets)]
-            if not sets or not all(n.value.__class__ is ast.Constant and n.value.value is False for n in sets):
-                continue
+            sets = [n for n in body_nodes if n.__class__ is ast.Assign and len(n.targets) == 1
+                    and n.targets[0].__class__ is ast.Name and n.targets[0].id == flag
+                    and n.value.__class__ is ast.Constant and n.value.value is False]
+            stores = [n for n in body_nodes if n.__class__ is ast.Name and n.id == flag and n.ctx.__class__ is ast.Store]
+            if not sets or len(stores) != len(sets):
+                continue  # (bound otherwise too - `first, x = True, 1`, `for first in ...`: not only ever False)
             resets = [stmt for stmt in loop.body if stmt in sets or (
                 stmt.__class__ is ast.If and stmt.test.__class__ is ast.Name and stmt.test.id == flag
                 and any(s in sets for s in stmt.body))]

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from ddpdoctor.lint import patterns
-from ddpdoctor.lint.defaults import defined_truth, loaded_config_truth, loop_config_truth
+from ddpdoctor.lint.defaults import branch_truth
 from ddpdoctor.lint.gating import decorator_test, rebound_test, wrap_test
 from ddpdoctor.lint.nodes import TERMINATORS, children, param_defaults, parse_test, walk
 from ddpdoctor.lint.patterns import RankTest, dotted, is_const, last_name, text
@@ -226,16 +226,6 @@ def _named_key(node: ast.AST) -> bool:
     return node.__class__ is ast.Constant and isinstance(node.value, str) and node.value.isidentifier()
 
 
-def _keyed_compare(test: ast.AST) -> bool:
-    """Whether a test (or a part of its `and` / `or`) compares a dict's key (`opt['model'] in
-    [...]`): the one shape loaded_config_truth reads, told cheaply before it is asked."""
-    if test.__class__ is ast.BoolOp:
-        return any(_keyed_compare(v) for v in test.values)
-    if test.__class__ is ast.UnaryOp:
-        return _keyed_compare(test.operand)
-    return test.__class__ is ast.Compare and test.left.__class__ is ast.Subscript
-
-
 def _conjuncts(test: ast.AST) -> dict[str, bool]:
     """The source text of a test and of each part of an `and` (what holds inside its body), each
     with whether it is a plain flag: each part of an `and` is a switch of its own (`if synchronize
@@ -432,13 +422,7 @@ class Walker:
                 self.block(stmt.body if said in self.asserted else stmt.orelse, guards, loops)
                 return
         if stmt.__class__ is ast.If:
-            truth = defined_truth(stmt.test, self.program, self.fn)
-            if truth is None and self.fn.__dict__.get("_loop_names"):
-                # `if model in ["nsub_dnn"]:` in a loop over the models every config lists
-                truth = loop_config_truth(stmt.test, self.program, self.fn)
-            if truth is None and _keyed_compare(stmt.test):
-                # `if opt['model'] in ['vsr']:` on the dict the run's YAML config was read into
-                truth = loaded_config_truth(stmt.test, self.program, self.fn)
+            truth = branch_truth(stmt.test, self.program, self.fn)
             if truth is not None:
                 # `if False and args.save_steps > 0 ...:` - a block its author switched off in the
                 # source (or `if True:` left on), or a test of a function where a flag was meant:
