@@ -1442,10 +1442,51 @@ class AccumulationFacts:
         loss = backward_loss(inner) or _loss_of(inner.func.value)
         while isinstance(loss, ast.BinOp):  # `(loss / accum).backward()`: the loss is the left side
             loss = loss.left
-        if (isinstance(loss, ast.Name) and loss.id in helper.params) or \
-                sum(_is_backward(c) for c in walk(helper.node)) != 1:
+        if isinstance(loss, ast.Name) and loss.id in helper.params:
             return loc(fn, call)
+        if sum(_is_backward(c) for c in walk(helper.node)) != 1:
+            # (two sides of a switch, `if use_bf16: scaler.scale(loss).backward() else:
+            # loss.backward()`: the side the configs settle, where they do; else the call)
+            side = self._settled_backward(helper)
+            return loc(helper, side) if side is not None else loc(fn, call)
         return loc(helper, inner)
+
+    def _settled_backward(self, helper: Function) -> Optional[ast.Call]:
+        """The backward of the side of the helper's one `if` holding a backward on each side
+        that the run takes, where the options or every YAML config beside the script settle its
+        test (`use_bfloat16 = cfg["meta"]["use_bfloat16"]`, `use_bfloat16: true`); None else."""
+        backs = [c for c in walk(helper.node) if _is_backward(c)]
+        if len(backs) != 2:
+            return None
+        for node in walk(helper.node):
+            if node.__class__ is not ast.If:
+                continue
+            sides = [[c for s in side for c in walk(s) if any(c is b for b in backs)] for side in (node.body, node.orelse)]
+            if len(sides[0]) != 1 or len(sides[1]) != 1:
+                continue
+            truth = settled(node.test, self.program)
+            if truth is None:
+                truth = self._config_flag(node.test, helper)
+            return None if truth is None else (sides[0][0] if truth else sides[1][0])
+        return None
+
+    def _config_flag(self, test: ast.AST, fn: Function) -> Optional[bool]:
+        """The truth of a bare name bound once to a config's key (`flag = cfg["meta"]["flag"]`, in
+        fn or a function around it) where every YAML config beside the script gives that key one
+        plain value; None otherwise."""
+        if test.__class__ is not ast.Name:
+            return None
+        held = self.program.values_of(test, fn, 1)
+        if len(held) != 1 or held[0][0].__class__ is not ast.Subscript:
+            return None
+        key = held[0][0].slice
+        if key.__class__ is not ast.Constant or not isinstance(key.value, str):
+            return None
+        values = self.program.config_key_anywhere(key.value)
+        if not values or len(values) != 1:
+            return None
+        value = next(iter(values))
+        return bool(value) if isinstance(value, (bool, int, float, str)) else None
 
     def _backward_in_helper(self, call: ast.Call, fn: Function, depth: int = 2) -> Optional[tuple]:
         """(the backward, the helper holding it) where a loop's call leads to one backward in one

@@ -794,6 +794,65 @@ def launch_values(script: Path, declared: dict, read: list) -> dict[str, object]
     return found
 
 
+def launch_exports(script: Path, read: list) -> dict[str, str]:
+    """The environment variables every shell launch script of the script sets to one literal
+    text before the command that runs it: `export ORBIT_USE_DDSTORE=0` above `srun python
+    train.py`, or `USE_X=1 python train.py`. A launch that leaves a name out (the user's own
+    environment decides there), gives it a value the shell fills in (`$FLAG`), or gives it
+    otherwise than another launch leaves it out. Only shell scripts: a README's command blocks
+    are advice, not one environment. read: gets each file that launches the script."""
+    runs = _runs(script)
+    launches: list[dict] = []
+    for launch, body in _beside(script, _LAUNCH_SUFFIXES, MAX_LAUNCH_SCRIPTS, MAX_LAUNCH_BYTES):
+        if not runs.search(body):
+            continue
+        if str(launch) not in read:
+            read.append(str(launch))
+        exported: dict[str, object] = {}
+        for command in _commands(body):
+            command = _SHELL_COMMENT.sub("", command).rstrip()
+            held = _SHELL_EXPORT.match(command)
+            if held is not None:
+                exported[held.group(1)] = _exported_text(held.group(2))
+            elif command.lstrip().startswith("unset "):
+                for name in command.split()[1:]:
+                    exported.pop(name, None)
+            elif runs.search(command) and len(launches) < MAX_LAUNCH_VALUES:
+                # (`USE_X=1 python train.py`: for that command alone)
+                inline = dict(exported)
+                for word in command.split():
+                    held = _INLINE_ENV.fullmatch(word)
+                    if held is None:
+                        break
+                    inline[held.group(1)] = _exported_text(held.group(2))
+                launches.append(inline)
+    if not launches:
+        return {}
+    found = {}
+    for name in set.intersection(*(set(given) for given in launches)):
+        values = {given[name] for given in launches}
+        value = values.pop()
+        if not values and value is not UNKNOWN_VALUE:
+            found[name] = value
+    return found
+
+
+def _exported_text(value: str) -> object:
+    """The text a shell assignment's value gives (quotes taken off), or UNKNOWN_VALUE where the
+    shell fills some of it in (`$FLAG`, `$(hostname)`)."""
+    if value[:1] in "\"'":
+        if len(value) < 2 or value[-1:] != value[:1]:
+            return UNKNOWN_VALUE  # (a quoted value with spaces, split into words)
+        value = value[1:-1]
+    return UNKNOWN_VALUE if "$" in value or "`" in value else value
+
+
+# `export NAME=value` alone on its line (after its comment is taken off)
+_SHELL_EXPORT = re.compile(r"^\s*export\s+([A-Za-z_]\w*)=(\"[^\"]*\"|'[^']*'|[^\s;&|]*)\s*$")
+# a `NAME=value` word before a command's launcher
+_INLINE_ENV = re.compile(r"([A-Za-z_]\w*)=(\S*)")
+
+
 class LaunchValues(dict):
     """launch_values' answer: option -> value, and `count`, how many launches it read (an option
     none of them names is left at its default by every one - where there is one)."""

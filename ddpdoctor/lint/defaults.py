@@ -19,7 +19,7 @@ from typing import Any, Optional
 from ddpdoctor.lint import reaching
 from ddpdoctor.lint.nodes import parse_test, walk
 from ddpdoctor.lint.config_files import UNKNOWN_VALUE, nested_value
-from ddpdoctor.lint.patterns import OPTIONS_HOLDER, constructions, last_name, text
+from ddpdoctor.lint.patterns import OPTIONS_HOLDER, constructions, env_key, last_name, text
 
 Function = Any  # ddpdoctor.lint.program.Function
 Klass = Any
@@ -678,7 +678,155 @@ def branch_truth(test: ast.AST, program: Program, fn) -> Optional[bool]:
     if truth is None and _keyed_compare(test):
         # `if opt['model'] in ['vsr']:` on the dict the run's YAML config was read into
         truth = loaded_config_truth(test, program, fn)
+    if truth is None and (fn.arguments or fn.defaulted):
+        # `if attack_type == 'linf-df':` in a factory every call of which hands a constant or an
+        # option the launch settles ('linf-pgd'): no run takes that side
+        truth = handed_truth(test, program, fn)
+    if truth is None and program.launched_environment():
+        # `if use_ddstore:` on `int(os.environ.get("ORBIT_USE_DDSTORE", 0))`, which every
+        # launch script exports as 0
+        truth = environment_truth(test, program, fn)
     return truth
+
+
+_NOT_KNOWN = object()
+
+
+def handed_truth(test: ast.AST, program: Program, fn) -> Optional[bool]:
+    """The truth of a comparison of fn's parameter with constants (`attack_type == 'linf-df'`),
+    the parameter never bound again, where every call the program makes of fn hands it a known
+    value (_handed_value): a constant, an option read the launch settles, the caller's own such
+    parameter; a call that leaves it out, the parameter's constant default. None where any call
+    spreads its arguments (`f(**kw)`) or hands a value not known."""
+    def leaf(part: ast.AST) -> Optional[bool]:
+        if part.__class__ is not ast.Compare or len(part.ops) != 1 or part.left.__class__ is not ast.Name or \
+                part.ops[0].__class__ not in (ast.Eq, ast.NotEq, ast.In, ast.NotIn):
+            return None
+        value = _handed_value(part.left.id, fn, program, 2)
+        if value is _NOT_KNOWN or program.ranks.is_rank(part.left, fn):
+            # (`rank == 0` with `--rank` defaulting to 0: each process is handed its own)
+            return None
+        answers = {_compare_constant(v, part.ops[0], part.comparators[0]) for v in value}
+        return answers.pop() if len(answers) == 1 else None
+    return three_valued(test, leaf)
+
+
+def _handed_value(name: str, fn, program: Program, depth: int) -> Any:
+    """The set of values fn's parameter `name` holds over every call of fn, or _NOT_KNOWN."""
+    if depth <= 0 or fn.node is None or fn.node.__class__ is ast.Module or fn.bindings.get(name) or \
+            (name not in fn.params and name not in fn.kwonly) or fn.__dict__.get("_spread_calls"):
+        return _NOT_KNOWN
+    handed, left_out = fn.arguments.get(name, ()), fn.defaulted.get(name, ())
+    if not handed and not left_out:
+        return _NOT_KNOWN  # (no call the lint sees: an entry point, or a callback a library runs)
+    if fn.name.startswith("__") or fn.name == "forward" or program.handed_elsewhere(fn.name):
+        # (a library may call it too: nn.Module's __call__, a callback it is handed, a module
+        # not read yet; those calls' values are not among the program's)
+        return _NOT_KNOWN
+    values: set = set()
+    if left_out:
+        default = _parameter_default(fn.node, name)
+        if default is _NOT_KNOWN:
+            return _NOT_KNOWN
+        values.add(default)
+    for value, scope in handed:
+        if value.__class__ is ast.Constant and isinstance(value.value, (str, int, float, bool, type(None))):
+            values.add(value.value)
+            continue
+        if value.__class__ is ast.Name:
+            inner = _handed_value(value.id, scope, program, depth - 1)
+            if inner is _NOT_KNOWN:
+                return _NOT_KNOWN
+            values |= inner
+            continue
+        held = _option_read(value, program)
+        if held is _NOT_KNOWN:
+            return _NOT_KNOWN
+        values.add(held)
+    return values
+
+
+def _option_read(node: ast.AST, program: Program) -> Any:
+    """What an option read holds on the launched run (`args.attack`, or `self.params.attack`
+    through a field named as an options holder), a plain constant; _NOT_KNOWN otherwise."""
+    if node.__class__ is ast.Attribute and node.value.__class__ is ast.Attribute and \
+            node.value.value.__class__ is ast.Name and node.value.value.id == "self" and \
+            OPTIONS_HOLDER.match(node.value.attr):
+        node = ast.Attribute(value=ast.Name(id=node.value.attr, ctx=ast.Load()), attr=node.attr, ctx=ast.Load())
+    if node.__class__ is ast.Attribute and (DIST_SWITCH.search(node.attr) or LAUNCH_WORDS.search(node.attr)
+                                           or _LAUNCHER.search(node.attr)):
+        # (`--launcher pytorch|slurm`, `--distributed`, `--gpus`: how the job is launched, which
+        # its default does not settle - a user on SLURM passes `--launcher slurm`)
+        return _NOT_KNOWN
+    held = option_value(node, program)
+    return held if isinstance(held, (str, int, float, bool)) else _NOT_KNOWN
+
+
+_LAUNCHER = re.compile(r"launcher|backend|dist_url|init_method", re.IGNORECASE)
+
+
+def _parameter_default(node: ast.AST, name: str) -> Any:
+    """The constant default of a function's parameter, or _NOT_KNOWN."""
+    args = node.args
+    positional = [*args.posonlyargs, *args.args]
+    pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults)) + \
+        [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+    for arg, default in pairs:
+        if arg.arg == name:
+            if default.__class__ is ast.Constant and isinstance(default.value, (str, int, float, bool, type(None))):
+                return default.value
+            return _NOT_KNOWN
+    return _NOT_KNOWN
+
+
+def environment_truth(test: ast.AST, program: Program, fn) -> Optional[bool]:
+    """The truth of a test on environment variables every launch script exports to one text
+    (Program.launched_environment): the read itself, a conversion of it (`int(...)`,
+    `.lower()`), or a name every reaching binding of which is such a read, alone or compared
+    with a constant. None where some part is not such a read."""
+    exported = program.launched_environment()
+
+    def leaf(part: ast.AST) -> Optional[bool]:
+        if part.__class__ is ast.Compare:
+            if len(part.ops) != 1:
+                return None
+            value = _environment_value(part.left, exported, fn, 2)
+            return None if value is _NOT_KNOWN else _compare_constant(value, part.ops[0], part.comparators[0])
+        value = _environment_value(part, exported, fn, 2)
+        return None if value is _NOT_KNOWN else bool(value)
+    return three_valued(test, leaf)
+
+
+_CONVERSIONS = {"int": int, "float": float, "str": str, "bool": bool}
+_TEXT_CHANGES = {"lower": str.lower, "upper": str.upper, "strip": str.strip}
+
+
+def _environment_value(node: ast.AST, exported: dict, fn, depth: int) -> Any:
+    """The Python value node holds on the launched run where it reads an exported variable;
+    _NOT_KNOWN otherwise (a conversion that would raise included)."""
+    key = env_key(node)
+    if key is not None:
+        return exported.get(key, _NOT_KNOWN)
+    if node.__class__ is ast.Call and not node.keywords:
+        if node.func.__class__ is ast.Name and node.func.id in _CONVERSIONS and len(node.args) == 1:
+            inner = _environment_value(node.args[0], exported, fn, depth)
+            if inner is _NOT_KNOWN:
+                return _NOT_KNOWN
+            try:
+                return _CONVERSIONS[node.func.id](inner)
+            except (ValueError, TypeError):
+                return _NOT_KNOWN
+        if node.func.__class__ is ast.Attribute and node.func.attr in _TEXT_CHANGES and not node.args:
+            inner = _environment_value(node.func.value, exported, fn, depth)
+            return _TEXT_CHANGES[node.func.attr](inner) if isinstance(inner, str) else _NOT_KNOWN
+        return _NOT_KNOWN
+    if node.__class__ is ast.Name and depth > 0 and fn.node is not None:
+        held = reaching.reaching_values(fn.node, node.id, node)
+        values = {repr(v) if v is not _NOT_KNOWN else None: v for v in
+                  (_environment_value(h, exported, fn, depth - 1) for h in held or ())}
+        if held and None not in values and len(values) == 1:
+            return next(iter(values.values()))
+    return _NOT_KNOWN
 
 
 def _keyed_compare(test: ast.AST) -> bool:

@@ -12,7 +12,7 @@ from typing import Optional
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint.fact_builder import (_COUNTS, _count_test, pinned_constants, _cond_false, _fn_loops, switch_form, rank_guards, _single_process, _statement_blocks, _switched, _test_of,
                                          argument_at, given_constants, group_query, loc, never_true, ruled_out)
-from ddpdoctor.lint.defaults import DIST_SWITCH, LAUNCH_WORDS, off_at_launch, option_value, runs_once_at_launch, settled
+from ddpdoctor.lint.defaults import DIST_SWITCH, LAUNCH_WORDS, _compare_constant, off_at_launch, option_value, runs_once_at_launch, settled
 from ddpdoctor.lint.nodes import children, param_defaults, source_lines, walk
 from ddpdoctor.lint.process_seeds import _off_by_default as _seed_option_unset, _on_import, _seeds_direct_path, _with_own_calls, seed_has_rank, seeded_per_rank
 from ddpdoctor.lint.rank_state import rank_advanced
@@ -1166,6 +1166,12 @@ class LoaderFacts:
                         side = off if call is not None and all(ruled_out(fn, b, call, program=self.program) for b in backwards) else on
                         side |= {named} | self._iterated_names_of(value, caller)
                 iterated -= off - on
+                # `dataloaders[phase]` whose every backward sits under `if phase == "train":`: the
+                # entries at the other keys are read for evaluation alone
+                for sub in walk(node.iter):
+                    if sub.__class__ is ast.Subscript and sub.slice.__class__ is ast.Name:
+                        iterated -= {(id(scope), held) for key, scope, held in self._dict_entries(sub, fn)
+                                     if all(_key_rules_out(fn, b, sub.slice.id, key) for b in backwards)}
                 names |= iterated
                 (self._plain_names if id(node) in self._plain_loops else self._ddp_names).update(iterated)
                 if split:
@@ -1230,6 +1236,10 @@ class LoaderFacts:
                         calls.add(id(value.value))
             elif keyed:
                 names.add((id(fn), keyed))
+            elif sub.__class__ is ast.Subscript and sub.slice.__class__ is ast.Name:
+                # `dataloaders[phase]` in `for phase in ["train", "val"]:`, the dict handed in
+                # as `{"train": train_loader, "val": val_loader}`: the loader at each key
+                names.update((id(scope), held) for _, scope, held in self._dict_entries(sub, fn))
             name = last_name(sub) if isinstance(sub, (ast.Name, ast.Attribute)) else None
             if not name:
                 continue
@@ -1260,6 +1270,21 @@ class LoaderFacts:
                     # by the loop of another: the loader is the attribute's, in the method setting it
                     names.add((id(owner), name))
         return names
+
+    def _dict_entries(self, sub: ast.Subscript, fn: Function) -> list[tuple[object, Function, str]]:
+        """(key, scope, name) of each named entry of the dict literals `d[k]` reads (`d` bound to
+        one, or handed one by the callers) at the keys `k` may hold: the constants of the list a
+        loop over it runs through (`for phase in ["train", "val"]:`), else every key."""
+        keys = _loop_constants(fn, sub.slice.id)
+        found = []
+        for value, scope in self.program.values_of(sub.value, fn, 3):
+            if value.__class__ is not ast.Dict:
+                continue
+            for k, v in zip(value.keys, value.values):
+                held = last_name(v) if v.__class__ in (ast.Name, ast.Attribute) else None
+                if k.__class__ is ast.Constant and held and (keys is None or k.value in keys):
+                    found.append((k.value, scope, held))
+        return found
 
     def _runs_backward(self, call: ast.Call, fn: Function, depth: int = 2) -> bool:
         """The call runs a backward, an engine's included (`model_engine.backward(loss)`,
@@ -2426,7 +2451,11 @@ class LoaderFacts:
     def _never_built(self, call: ast.Call, fn: Function) -> bool:
         """Every way into fn leaves the call on a side that does not run (ruled_out: a switch
         its callers leave at a false default or pass a constant against)."""
-        if isinstance(fn.node, ast.Module) or not fn.__dict__.get("_call_conds", {}).get(id(call)):
+        if isinstance(fn.node, ast.Module):
+            return False
+        if any(start <= call.lineno <= end for start, end in fn.__dict__.get("_dead_spans") or ()):
+            return True  # (a side the walk skipped: no way in takes it)
+        if not fn.__dict__.get("_call_conds", {}).get(id(call)):
             return False
         sites = self.callers().get(fn, [])
         # (a reference - `mp.spawn(train, args=(cfg, 2))` - hands the arguments another way: its
@@ -3328,6 +3357,9 @@ class LoaderFacts:
                     # that shuffles what it splits - `train, test = random_split_list(files)`
                     # then `instantiate(cfg.dataset, data_list=train)`)
                     for arg in [*call.args, *(k.value for k in call.keywords)]:
+                        if arg.__class__ is ast.Subscript and arg.value.__class__ is ast.Name and \
+                                arg.slice.__class__ is ast.Constant and isinstance(arg.slice.value, str):
+                            arg = arg.value  # (`PairDataset(split["train"])`: a part of what split holds)
                         if arg.__class__ is ast.Name and scope.node is not None:
                             # (a parameter the builder wraps, `TrainData(train_subset)`: what its
                             # callers unpacked it from, `train, test = train_test_split(ds)`)
@@ -3335,9 +3367,12 @@ class LoaderFacts:
                                                     if given.__class__ is ast.Name and caller.node is not None)]
                             for named, where in ways:
                                 helds = list(reaching.reaching_values(where.node, named.id, named, unpacked=True) or ())
-                                # (`files = files[:n]`, a cut of the list: the list it cuts, as bound there)
+                                # (`files = files[:n]`, a cut of the list: the list it cuts, as bound there;
+                                # `train = split["train"]`, a part of the split: the split)
                                 helds += [v for held in helds if held.__class__ is ast.Subscript
-                                          and held.slice.__class__ is ast.Slice and held.value.__class__ is ast.Name
+                                          and (held.slice.__class__ is ast.Slice or (
+                                              held.slice.__class__ is ast.Constant and isinstance(held.slice.value, str)))
+                                          and held.value.__class__ is ast.Name
                                           for v in reaching.reaching_values(where.node, held.value.id, held.value,
                                                                             unpacked=True) or ()]
                                 for held in helds:
@@ -4769,6 +4804,37 @@ def _comprehension_keys(program, comp: ast.DictComp, fn: Function) -> set:
             return set()
         keys.update(e.value for e in value.elts)
     return keys
+
+
+def _loop_constants(fn: Function, name: str) -> Optional[set]:
+    """The constants every `for name in [...]` of fn runs the name through (and no other
+    binding of it); None where one is not such a loop."""
+    found: set = set()
+    loops = [n for n in fn.own_of(ast.For) if n.target.__class__ is ast.Name and n.target.id == name]
+    if not loops or len(fn.bindings.get(name, ())) > len(loops):
+        return None
+    for loop in loops:
+        if loop.iter.__class__ not in (ast.List, ast.Tuple) or \
+                not all(e.__class__ is ast.Constant for e in loop.iter.elts):
+            return None
+        found.update(e.value for e in loop.iter.elts)
+    return found
+
+
+def _key_rules_out(fn: Function, node: ast.AST, name: str, key) -> bool:
+    """node sits on a side of an `if` comparing name with constants (`if phase == "train":`)
+    that key does not take."""
+    path = reaching._path_to(fn.node, node) or []
+    for _, _, owner, field in path:
+        if owner.__class__ is not ast.If or field not in ("body", "orelse"):
+            continue
+        test = owner.test
+        if test.__class__ is ast.Compare and len(test.ops) == 1 and test.left.__class__ is ast.Name and \
+                test.left.id == name:
+            answer = _compare_constant(key, test.ops[0], test.comparators[0])
+            if answer is not None and answer != (field == "body"):
+                return True
+    return False
 
 
 def _key_of(node: ast.AST) -> str:

@@ -31,7 +31,7 @@ from ddpdoctor.lint.nodes import own_nodes, own_nodes_of, walk
 from ddpdoctor.lint.config_files import (LEFT_OUT, UNKNOWN_VALUE, Contested, config_file_settings, config_values,
                                          named_configs_values,
                                          elastic_launch_only, multi_process_options,
-                                         hydra_main_config, key_values_anywhere, launch_values, launched_parameters, leaf_values, named_config,
+                                         hydra_main_config, key_values_anywhere, launch_exports, launch_values, launched_parameters, leaf_values, named_config,
                                          module_names, named_values, yaml_beside)
 from ddpdoctor.lint.options import config_file_options, declared_options, option_defaults
 from ddpdoctor.lint.patterns import SELF_RETURNING, _dict_call_literal, dotted, last_name, name_pattern
@@ -209,6 +209,16 @@ class Module:
     # name -> [(the if test, full dotted name)] for a name a top-level if/elif chain imports on
     # several of its sides (`if opt.loss == "class": from train.cls import train` / `elif ...`)
     import_branches: dict[str, list] = field(default_factory=dict)
+
+
+def _class_level(node: ast.ClassDef, attr: str) -> Optional[ast.AST]:
+    """The value the class body binds attr to, where it binds it once (`name = {...}`, or
+    annotated: `name: Dict[str, Any] = {...}`); None otherwise."""
+    found = [stmt.value for stmt in node.body
+             if (stmt.__class__ is ast.Assign and any(t.__class__ is ast.Name and t.id == attr for t in stmt.targets))
+             or (stmt.__class__ is ast.AnnAssign and stmt.value is not None and stmt.target.__class__ is ast.Name
+                 and stmt.target.id == attr)]
+    return found[0] if len(found) == 1 else None
 
 
 def table_values_bound(loop: ast.For) -> tuple[str, Optional[ast.AST]]:
@@ -433,6 +443,7 @@ class Program:
         self.__dict__.pop("_methods_by_name", None)
         self.__dict__.pop("_children_index", None)  # its classes may derive from known ones
         self.__dict__.pop("_built_names", None)
+        self.__dict__.pop("_value_names", None)  # (handed_elsewhere: the names it reads as values)
         self.__dict__.pop("_outside", None)  # its functions may set attributes of known classes
         self.__dict__.pop("_method_names", None)  # walker._bound_method's names: its classes' methods count too
         fresh = self.functions[first:]
@@ -1478,6 +1489,15 @@ class Program:
                     for value, owner in found:
                         out.extend(self.values_of(value, owner, depth - 1))
                     return out
+        if cls is ast.Attribute and node.value.__class__ is ast.Name and node.value.id != "self" and \
+                node.value.id not in fn.params and not fn.bindings.get(node.value.id):
+            # `SolverFactory.supported_solvers` (or `cls.supported_solvers` in its classmethod):
+            # what the class body binds the attribute to (`supported_solvers = {"base": ...}`)
+            owner = self._class_of_fn(fn) if node.value.id == "cls" else self.symbol(node.value.id, fn)
+            if owner.__class__ is Klass and not owner.attrs.get(node.attr):
+                held = _class_level(owner.node, node.attr)
+                if held is not None and owner.module.body is not None:
+                    return self.values_of(held, owner.module.body, depth - 1)
         if cls is ast.Attribute and node.value.__class__ is ast.Name and node.value.id != "self":
             # `args.data` in the function mp.spawn (or a call) hands `args`, where the caller set
             # `args.data = ds` on the object it passes: what the caller set it to
@@ -1538,9 +1558,49 @@ class Program:
         scope: Optional[Function] = fn
         while scope is not None:
             if name in scope.params or name in scope.kwonly:
-                return scope.arguments.get(name, [])
+                found = scope.arguments.get(name, [])
+                if not found and scope.cls is not None and not scope.arguments and not scope.defaulted:
+                    # (`loss.save_state(path)` on an element of a list of losses: the call reaches
+                    # the method by its name alone, so nothing was bound; what those calls hand)
+                    found = self._named_calls_argument(scope, name)
+                return found
             scope = scope.parent
         return []
+
+    def _named_calls_argument(self, method: Function, name: str) -> list[tuple[ast.AST, Function]]:
+        """What the calls that reach the method by its name alone (`obj.save_state(p)` of an
+        object whose class is not known, the method one of the local ones so named) hand its
+        parameter `name`, by place or keyword; [] where one of them spreads its arguments."""
+        memo = self.__dict__.setdefault("_named_calls_memo", {})
+        key = (id(method), name)
+        if key in memo:
+            return memo[key]
+        memo[key] = []
+        params = [p for p in method.params if p not in ("self", "cls")]
+        found: list = []
+        index = self.__dict__.get("_attr_calls")
+        if index is None or index[0] != len(self.functions):
+            # (the attribute calls by name, made once per size of the program: a module read
+            # since adds its own)
+            calls: dict = {}
+            for caller in self.functions:
+                for call in caller.own_calls:
+                    if call.func.__class__ is ast.Attribute:
+                        calls.setdefault(call.func.attr, []).append((caller, call))
+            index = self.__dict__["_attr_calls"] = (len(self.functions), calls)
+        for caller, call in index[1].get(method.name, ()):
+            reached, named = self.resolve(call.func, caller)
+            if method in reached or method not in named:
+                continue
+            if any(a.__class__ is ast.Starred for a in call.args) or any(k.arg is None for k in call.keywords):
+                memo[key] = []
+                return []
+            given = dict(zip(params, call.args))
+            given.update({k.arg: k.value for k in call.keywords})
+            if name in given:
+                found.append((given[name], caller))
+        memo[key] = found
+        return found
 
     def attribute_constants(self, attr: str) -> Optional[frozenset]:
         """The constants an attribute name is ever set to, on any object (`dataset.worker_init_fn =
@@ -2576,6 +2636,18 @@ class Program:
                     return overrides, []
                 return [], overrides
             return [], self._named(attr)
+        if receiver.__class__ is ast.Subscript:
+            # `DsetBuilderFactory.valid_builders[name].get_loaders(args)`: that method of each class
+            # the literal table holds
+            table, path = receiver, []
+            while table.__class__ is ast.Subscript:
+                path.insert(0, table.slice)
+                table = table.value
+            # (read: the method runs, so the modules of the classes it may be of are read)
+            found = [m for k in self._table_entries(table, fn, read=True, path=path) if k.__class__ is Klass
+                     for m in [self.method(k, attr)] if m is not None]
+            if found:
+                return list(dict.fromkeys(found)), []
         if isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Name) and receiver.func.id == "super":
             klass = self._class_of_fn(fn)
             for base in (self.bases(klass) if klass else ()):
@@ -3638,6 +3710,60 @@ class Program:
         them out; a message may still name the declared default)."""
         self.option_defaults()
         return frozenset(self.__dict__.get("_launched_unknown", ()))
+
+    def handed_elsewhere(self, name: str) -> bool:
+        """A function of this name may be called where the program's bound calls do not show:
+        the name is read as a value somewhere (`callbacks=[on_step]`, `fn = create_attack`), or
+        a module not read yet mentions it. Asked of a parameter every call hands a known value
+        (defaults.handed_truth)."""
+        values = self.__dict__.get("_value_names")
+        if values is None:
+            values = set()
+            for source in self.files:
+                called = {id(n.func) for n in source.of(ast.Call)}
+                values.update(n.id for n in source.of(ast.Name) if n.ctx.__class__ is ast.Load and id(n) not in called)
+                values.update(n.attr for n in source.of(ast.Attribute) if n.ctx.__class__ is ast.Load
+                              and id(n) not in called)
+            self.__dict__["_value_names"] = values
+        return name in values or any(name in (s.text or "") for s in self._waiting.values())
+
+    def launched_environment(self) -> dict[str, str]:
+        """The environment variables every shell launch of the script exports to one literal
+        (config_files.launch_exports: `export ORBIT_USE_DDSTORE=0` above the `srun` that runs
+        it), less any the program's own code writes into os.environ (its value is then the
+        code's, not the launch's). Read once."""
+        found = self.__dict__.get("_launched_environment")
+        if found is None:
+            script = self.sources[0] if self.sources else None
+            found = {}
+            if script is not None and script.path is not None:
+                found = launch_exports(script.path, script.hydra_configs)
+            if found:
+                written = self._environment_written()
+                found = {} if written is None else {k: v for k, v in found.items() if k not in written}
+            self.__dict__["_launched_environment"] = found
+        return found
+
+    def _environment_written(self) -> Optional[set]:
+        """The keys the program's files write into os.environ (`os.environ["K"] = ...`,
+        `.setdefault("K", ...)`, `.pop("K")`, `os.putenv("K", ...)`); None where one writes keys
+        it does not spell (`os.environ.update(cfg)`)."""
+        keys: set = set()
+        for source in self.files:
+            for node in source.of(ast.Subscript):
+                if node.ctx.__class__ is not ast.Load and (dotted(node.value) or "").endswith("environ"):
+                    if node.slice.__class__ is not ast.Constant:
+                        return None
+                    keys.add(node.slice.value)
+            for node in source.of(ast.Call):
+                name = dotted(node.func) or ""
+                if name.endswith(("environ.setdefault", "environ.pop", "putenv", "unsetenv")):
+                    if not node.args or node.args[0].__class__ is not ast.Constant:
+                        return None
+                    keys.add(node.args[0].value)
+                elif name.endswith("environ.update"):
+                    return None
+        return keys
 
     def hand_set(self) -> dict[str, object]:
         """Options the script sets to a constant by hand once parsed, in its own top level or

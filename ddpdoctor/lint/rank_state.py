@@ -2412,6 +2412,10 @@ def _tensor_values(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool
         names = {n.id for n in walk(value) if isinstance(n, ast.Name)}
         if names & apart and not _reduced_only_after(builder.program, fn, names & apart, stmt):
             continue  # all-reduced first: the same decision on every rank
+        if names - {"self"} and all(_reduced_here(builder.program, fn, name, stmt) for name in names - {"self"}):
+            # `policy_kl = accelerator.reduce(policy_kl, "mean")` just above the test, the name
+            # bound to the rank's own value elsewhere in the loop: at the test it is every rank's
+            continue
         if any(at < stmt.lineno for name in names for at in _read_back(builder.program, fn, shared).get(name, ())):
             continue  # the flag read back from the shared tensor before the test
         if names and any(isinstance(c, ast.Call) and {n.id for a in c.args for n in walk(a) if isinstance(n, ast.Name)}
@@ -2431,7 +2435,8 @@ def _tensor_values(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool
         if effect is None:
             continue
         action, work = effect
-        if action == "return" and _returns_a_loss(fn, stmt, shared):
+        if action == "return" and _returns_a_loss(fn, stmt, shared) and \
+                not _skips_a_collective(builder, fn, stmt):
             continue
         # (what decides a None test is shown as the test: `post_loss is not None`, not the tests
         # of the `if`s that bind it)
@@ -2440,6 +2445,22 @@ def _tensor_values(builder: Builder, fn: Function, stmts: list[_Stmt], ddp: bool
             Location(fn.file.display, stmt.lineno), text(stmt.test), action, text(shown), "tensor_value", work,
             assumption="the value differs between ranks (each rank's own batch)"))
     return found
+
+
+def _reduced_here(program, fn: Function, name: str, stmt: ast.If) -> bool:
+    """Every binding of name that reaches the test is what a collective returns to every rank
+    (`x = accelerator.reduce(x, "mean")`, also read off it with `.item()`)."""
+    if fn.node is None or fn.node.__class__ is ast.Module:
+        return False
+    held = reaching.reaching_values(fn.node, name, stmt.test)
+    if not held:
+        return False
+    for value in held:
+        call = _read_off(value)
+        op = program.collective(call, fn) if call.__class__ is ast.Call else None
+        if not op or not _returned_to_all(call, op):
+            return False
+    return True
 
 
 def _reduced_only_after(program, fn: Function, names: set, stmt: ast.If) -> bool:
@@ -2491,12 +2512,19 @@ def _lightning_skips(builder: Builder, fn: Function, stmts: list[_Stmt]) -> list
             continue
         skips = [side for side in (stmt.body, stmt.orelse) if side and isinstance(side[-1], ast.Return) and (
             manual or side[-1].value is None or (isinstance(side[-1].value, ast.Constant) and side[-1].value.value is None))]
-        if not skips or (manual and not any(c.lineno > (stmt.end_lineno or stmt.lineno) for c in backwards)):
+        # (or the backward itself on one side of the test alone: `if loss != 0:
+        # self.manual_backward(loss); opt.step()` - a rank whose loss is 0 skips it)
+        sides = [any(any(n is c for c in backwards) for s in side for n in walk(s))
+                 for side in (stmt.body, stmt.orelse)] if manual and not skips else [False, False]
+        sided = sides[0] != sides[1]
+        if not sided and (not skips or (manual and not any(c.lineno > (stmt.end_lineno or stmt.lineno)
+                                                          for c in backwards))):
             continue
         tested = next((c for c in walk(stmt.test) if isinstance(c, ast.Call) and last_name(c.func) in VALUE_TESTS
                        and c.args), None)
         value = tested.args[0] if tested is not None else next(
-            (n for n in walk(stmt.test) if isinstance(n, ast.Name) and n.id in produced
+            (n for n in walk(stmt.test) if isinstance(n, ast.Name) and (n.id in produced or (
+                sided and any(n.id == getattr(loss, "id", None) for loss in losses)))
              and _ancestry({n.id}, sources, shared) & behind_loss), None)
         if value is None and fn.params:
             # `if batch.edge_index.numel() == 0: return`: what the rank's own batch holds
@@ -2506,7 +2534,8 @@ def _lightning_skips(builder: Builder, fn: Function, stmts: list[_Stmt]) -> list
         if value is None or {n.id for n in walk(value) if isinstance(n, ast.Name)} & shared:
             continue
         found.append(RankLocalDecision(
-            Location(fn.file.display, stmt.lineno), text(stmt.test), "return" if manual else "return None",
+            Location(fn.file.display, stmt.lineno), text(stmt.test),
+            "runs self.manual_backward() on one side" if sided else "return" if manual else "return None",
             text(value), "tensor_value",
             "the step's self.manual_backward() (DDP's gradient all-reduce)" if manual else
             "Lightning's backward of this step (DDP's gradient all-reduce)",
@@ -2983,6 +3012,13 @@ def _binding_above(fn: Function, test: ast.AST, name: str) -> Optional[ast.AST]:
     return None
 
 
+def _skips_a_collective(builder: Builder, fn: Function, stmt: ast.If) -> bool:
+    """What follows the test in fn runs a collective of its own (an all_gather into a feature
+    queue), not only a DDP forward: a rank that returns early skips it, whatever it returns."""
+    return any(not op.startswith((DDP_FORWARD, DDP_BACKWARD, FSDP_FORWARD, "the DDP forward"))
+               for op, _ in _works(builder, fn, _continuation(fn.node.body, stmt), False))
+
+
 def _returns_a_loss(fn: Function, stmt: ast.If, shared: set[str]) -> bool:
     """The side of stmt that returns early hands back a value made from the same results as the
     function's own last return (`zero = s_pred.sum() * 0.0; return zero + zero, ...` beside
@@ -3000,7 +3036,10 @@ def _returns_a_loss(fn: Function, stmt: ast.If, shared: set[str]) -> bool:
         value = ret.value
         return value.elts[0] if isinstance(value, ast.Tuple) and value.elts else value
 
-    behind = _ancestry(value_inputs(first(normal[0])), sources, shared)
+    # (the function's own names: a module both read, `torch.tensor(0.)` beside `torch.cat(...)`,
+    # is no result they share)
+    local = set(fn.params) | set(fn.kwonly) | set(fn.bindings)
+    behind = _ancestry(value_inputs(first(normal[0])), sources, shared) & local
     behind = {n for n in behind if not _counted_only(n, sources)}
     for ret in early:
         value = first(ret) if ret.value is not None else None

@@ -128,6 +128,23 @@ class RankFlow:
         self.init_switch_parts: set[str] = set()
         self._items: dict = {}  # id(`d.get("k", v)`) -> its `d["k"]`; (id(`d["k"]`), id(`vars(ns)`)) -> `ns.k`
 
+    def _callers_switch_parts(self, fn: Function) -> set[str]:
+        """The flags conjoined in the tests around every call of fn, a set-up helper that joins
+        the group with no test of its own (`if distr: setup(rank, world)`): the distributed run
+        is where they hold. Empty where some call is under none, or fn is not called by name."""
+        if fn.node is None or fn.node.__class__ is ast.Module:
+            return set()
+        found: Optional[set] = None
+        for caller in self.program.functions:
+            for call in caller.own_calls:
+                if last_name(call.func) != fn.name or fn not in self.program.resolve(call.func, caller)[0]:
+                    continue
+                parts = _switch_parts(caller, call)
+                found = parts if found is None else found & parts
+                if not found:
+                    return set()
+        return found or set()
+
     def live_spawn_targets(self) -> list:
         """The spawn targets whose mp.spawn runs: a launcher helper the script defines (or
         imports) and never calls starts no ranks, and the script's own process is then a rank
@@ -156,7 +173,7 @@ class RankFlow:
                     if world is not None:
                         self.init_worlds.append((fn, world))
                     # (a flag holds in the distributed run only where every set-up needs it)
-                    parts = _switch_parts(fn, call)
+                    parts = _switch_parts(fn, call) or self._callers_switch_parts(fn)
                     self.init_switch_parts = parts if len(self.init_calls) == 1 else self.init_switch_parts & parts
                     if isinstance(given, (ast.Attribute, ast.Subscript)):
                         self.init_rank_texts.add(text(given))

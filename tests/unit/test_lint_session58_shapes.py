@@ -58,8 +58,8 @@ main()
 """
 
 
-def _saves(tmp_path, annotation: str, parts: str) -> list:
-    found = lint_tree(tmp_path, {"train.py": TRAIN.replace("{PARTS}", parts),
+def _saves(tmp_path, annotation: str, parts: str, train: str = TRAIN) -> list:
+    found = lint_tree(tmp_path, {"train.py": train.replace("{PARTS}", parts),
                                  "data.py": DATA.replace("{ANNOTATION}", annotation)})
     return [f for f in found if f.code == "DDP806"]
 
@@ -71,8 +71,13 @@ def test_items_of_a_zip_over_annotated_splits_are_datasets_not_the_trainer(tmp_p
 
 def test_without_the_annotation_the_save_is_still_guessed_by_name(tmp_path):
     # twin: nothing says what the items are, so the call stays a guess by the method's name and
-    # the saves it may reach are judged as called without a rank test (as before)
-    assert _saves(tmp_path, "tuple", "parts = [train, val, test]")
+    # the saves it may reach are judged as called without a rank test, on the path that call
+    # hands them (session 97: here one path every rank shares; the per-rank path of the shapes
+    # above is no finding, whatever the call reaches)
+    shared = TRAIN.replace('os.path.join("splits", str(rank), name + ".pt")', 'os.path.join("splits", name + ".pt")')
+    assert shared != TRAIN
+    assert _saves(tmp_path, "tuple", "parts = [train, val, test]", shared)
+    assert not _saves(tmp_path / "ranked", "tuple", "parts = [train, val, test]")
 
 
 def test_a_trainer_among_the_zipped_items_is_reported(tmp_path):
