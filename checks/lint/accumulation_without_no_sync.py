@@ -80,6 +80,10 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
         run is one process: its class built under `if world_size == 1:`, and the subclass built
         for the distributed run replacing the method (one that sets the sync flag), where the
         source uses the classes' names for nothing else (no factory or registry may build them).
+        A step closure (handed to a timer helper) that backpropagates on both sides of a switch
+        (`if use_bf16: scaler.scale(loss).backward() else: loss.backward()`) is reported at the
+        backward of the side the options or every YAML config beside the script settle (`use_bf16 =
+        args["meta"]["use_bf16"]` with `use_bf16: true`), at the loop's call where nothing does.
 
         The step test's count is read where the source settles it: a name bound to a YAML config's
         key (`grad_acc_step = train_config["optimizer"]["grad_acc_step"]`) that every config

@@ -52,6 +52,9 @@ def double_sharding(facts: LintFacts) -> list[Problem] | Skipped:
         handed to a transformers Trainer, which shards it itself, at the Trainer(...) call; a
         draw that orders only an evaluation set, where the training loader is known, is not
         reported: the ranks score overlapping items, and no training sample is lost).
+        A split's part handed to the dataset class (`PairDataset(split["train"])`, or `train =
+        split["train"]` first, with `split = ds.train_test_split(train_size=0.9)` and no seed=)
+        is drawn by that split.
 
         A training loader a framework shards itself - Lightning's Trainer (which puts a
         DistributedSampler in, in processes that each run the script again: not with

@@ -130,6 +130,10 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
         whose DistributedSampler sits on the side of `DistributedSampler(ds) if num_gpus > 1 else
         None` that the options, as launched, leave untaken (--num_gpus at its default 1 while the
         launcher starts a rank per GPU): the missing sampler rests on that option.
+        The fine-tuning tutorial's loop, `for phase in ["train", "val"]:` over `dataloaders[phase]`
+        with the dict handed in as `{"train": train_loader, "val": val_loader}`, trains on the
+        loader at each key whose pass reaches the backward (`if phase == "train":`), and only
+        evaluates the others.
 
         A loader handed its dataset in a dict spread into it (`DataLoader(**loader_kwargs)` with
         `"dataset": ds`) is read with that dataset; one read through an endless generator

@@ -126,6 +126,18 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
         that `break`. A field each rank sets on the pass over its own group (`for ranks in
         groups: if rank in ranks: self.world_size = len(ranks)`) is every rank's own value, not
         a rank test's.
+        `kl = accelerator.reduce(kl, reduction="mean")` just above `if kl > limit: break`, the name
+        bound to the rank's own value elsewhere in the loop, holds every rank's value at the test
+        (no finding). A LightningModule with manual optimization that backpropagates on one side of
+        a test on its own loss (`if loss != 0: self.manual_backward(loss)`) skips that backward on
+        a rank whose loss is 0 (a warning). An early return before a collective of the function's
+        own (`if torch.isnan(sim).any(): return torch.tensor(0.)` before the all_gather into a
+        feature queue) is a skip whatever it returns; a fresh zero (`torch.tensor(0.)`) shares no
+        result with the function's own return, whatever module both read. A side of a factory no
+        call reaches (`if attack_type == "linf-df":` in `create_attack(model, kind)`, every call
+        handing a constant or an option whose default no launch changes - not an option that says
+        how the job is launched, `--launcher`) builds nothing: the class it would build runs
+        nothing there.
 
         A test on a value that the function all-reduces only after the test (`avg_loss =
         torch.tensor(running / n)`, `if torch.isnan(avg_loss).any().item(): return`, then

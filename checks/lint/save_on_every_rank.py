@@ -119,6 +119,12 @@ def save_on_every_rank(facts: LintFacts) -> list[Problem] | Skipped:
         group is set up), is a rank test. A base class's method that only objects built for the
         one-process run keep (`trainer = TrainerDDP(...)` where the group is set up, `Trainer(...)`
         on the other side, TrainerDDP overriding `train()`) saves in that run alone.
+        A switch the worker is handed (`if not distr or rank == 0:`) is the distributed run's
+        where the worker joins the group only under it (`if distr: setup(rank, world)`), however
+        the main block sets it (`distr = False` before `if distr: mp.spawn(main, args=(w, distr))`):
+        there only rank 0 saves. A method called by its name alone (`loss.save_state(path)` on an
+        item of a list of losses) writes the path those calls hand it: one with the rank in it
+        (`os.path.join(ckpt, str(dist.get_rank()), name)`) is each rank's own file.
 
     Why it hurts:
         Every rank writes the same file at the same time. On a shared filesystem the writes

@@ -68,6 +68,13 @@ def set_epoch_missing(facts: LintFacts) -> list[Problem] | Skipped:
         constant, or a config key every YAML config beside the script settles, read off a
         section (`data_config = config["data"]`, then `shuffle=data_config["shuffle"]` with
         `shuffle: False` in each config) - no shuffle, nothing to set.
+        A switch read from the environment (`int(os.environ.get("USE_STORE", 0))`) is what every
+        shell launch script of the script exports before the command that runs it (`export
+        USE_STORE=0`, or `USE_STORE=0 torchrun ...`), where they all agree and the code never
+        writes it itself; otherwise either side may run. `self.loader.epoch = epoch` sets an
+        attribute of the DataLoader, which the sampler never reads: no set_epoch. A loader built by
+        a class a registry kept as a class attribute hands out (`Factory.builders[name].build(args)`,
+        `builders: Dict[str, Any] = {...}` in the class body) is followed like any other.
 
     Why it hurts:
         DistributedSampler shuffles with the seed `seed + epoch`. Without set_epoch the
