@@ -1570,36 +1570,39 @@ class Program:
     def _named_calls_argument(self, method: Function, name: str) -> list[tuple[ast.AST, Function]]:
         """What the calls that reach the method by its name alone (`obj.save_state(p)` of an
         object whose class is not known, the method one of the local ones so named) hand its
-        parameter `name`, by place or keyword; [] where one of them spreads its arguments."""
+        parameter `name`, by place or keyword; [] where one of them spreads its arguments.
+        Worked out once per method, for all its parameters."""
         memo = self.__dict__.setdefault("_named_calls_memo", {})
-        key = (id(method), name)
-        if key in memo:
-            return memo[key]
-        memo[key] = []
+        found = memo.get(id(method))
+        if found is None:
+            memo[id(method)] = {}  # (asked again while it is worked out: nothing known yet)
+            found = memo[id(method)] = self._named_calls_arguments(method)
+        return found.get(name, [])
+
+    def _named_calls_arguments(self, method: Function) -> dict[str, list]:
         params = [p for p in method.params if p not in ("self", "cls")]
-        found: list = []
-        index = self.__dict__.get("_attr_calls")
-        if index is None or index[0] != len(self.functions):
-            # (the attribute calls by name, made once per size of the program: a module read
-            # since adds its own)
-            calls: dict = {}
+        found: dict[str, list] = {}
+        # (the attribute calls by name, kept up as the program grows: a module read since
+        # appends its functions, whose calls are added)
+        seen, calls = self.__dict__.setdefault("_attr_calls", (set(), {}))
+        if len(seen) != len(self.functions):  # (_in_order sorts the list: new ones may lie anywhere)
             for caller in self.functions:
+                if id(caller) in seen:
+                    continue
+                seen.add(id(caller))
                 for call in caller.own_calls:
                     if call.func.__class__ is ast.Attribute:
                         calls.setdefault(call.func.attr, []).append((caller, call))
-            index = self.__dict__["_attr_calls"] = (len(self.functions), calls)
-        for caller, call in index[1].get(method.name, ()):
+        for caller, call in calls.get(method.name, ()):
             reached, named = self.resolve(call.func, caller)
             if method in reached or method not in named:
                 continue
             if any(a.__class__ is ast.Starred for a in call.args) or any(k.arg is None for k in call.keywords):
-                memo[key] = []
-                return []
+                return {}
             given = dict(zip(params, call.args))
             given.update({k.arg: k.value for k in call.keywords})
-            if name in given:
-                found.append((given[name], caller))
-        memo[key] = found
+            for param, value in given.items():
+                found.setdefault(param, []).append((value, caller))
         return found
 
     def attribute_constants(self, attr: str) -> Optional[frozenset]:
