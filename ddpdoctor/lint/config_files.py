@@ -1008,6 +1008,29 @@ def _python_launches(script: Path):
                      else "$ARG" for e in node.elts]
             if any(script.name in w for w in words):
                 commands.append(" ".join(words))
+        if not commands:
+            # (a launcher class building its command piece by piece, `self.cmd.extend(["--lr",
+            # "1e-4", ...])` in its options method, the script's path handed to it elsewhere in
+            # the file: the pieces, in order, as one command of the script - FMImaging's runners)
+            pieces: dict = {}
+            for node in ast.walk(tree):
+                if node.__class__ is ast.Call and node.func.__class__ is ast.Attribute and node.func.attr == "extend" \
+                        and len(node.args) == 1 and node.args[0].__class__ is ast.List:
+                    target, elts = ast.unparse(node.func.value), node.args[0].elts
+                elif node.__class__ is ast.AugAssign and node.op.__class__ is ast.Add and node.value.__class__ is ast.List:
+                    target, elts = ast.unparse(node.target), node.value.elts
+                else:
+                    continue
+                if any(e.__class__ is ast.Constant and isinstance(e.value, str) and e.value.startswith("--")
+                       for e in elts):
+                    pieces.setdefault(target, []).append((node.lineno, elts))
+            if pieces:
+                # (the lists the command and its per-run copies - `cmd_run = self.cmd.copy()` -
+                # are extended with, in the file's order)
+                words = [shlex.quote(" ".join(e.value.split())) if e.__class__ is ast.Constant and isinstance(e.value, str)
+                         else "$ARG" for _, elts in sorted((p for held in pieces.values() for p in held),
+                                                           key=lambda p: p[0]) for e in elts]
+                commands.append(" ".join(["python", script.name, *words[:2000]]))
         if commands:
             yield path, "\n".join(commands[:MAX_LAUNCH_VALUES])
 

@@ -945,6 +945,11 @@ class BuilderCore:
                           for n in walk(kw.value)}
         if not placed:
             passed_on |= _placement(node)
+        # `torch.load(path, map_location=f"cuda:{rank}")`: where the loaded tensors go, never which
+        # file or what it holds (an epoch read back from the checkpoint is no rank's own number)
+        passed_on |= {id(n) for sub in walk(node) if sub.__class__ is ast.Call and last_name(sub.func) == "load"
+                      for arg in [*sub.args[1:], *(k.value for k in sub.keywords if k.arg == "map_location")]
+                      for n in walk(arg)}
         passed_on |= unreturned_arguments(self.program, node, fn)  # set_seed(args, rank) returns args
         if strict:
             # `local_rank == 0`, `rank in (-1, 0)`: a flag (who prints, who writes the cache:
@@ -997,6 +1002,14 @@ class BuilderCore:
         for sub in walk(node):
             if id(sub) in passed_on:
                 continue
+            if sub.__class__ is ast.Attribute and sub.value.__class__ is ast.Name and sub.value.id != "self" and \
+                    (sub.value.id in fn.params or sub.value.id in fn.kwonly) and not fn.bindings.get(sub.value.id) \
+                    and dotted(sub) not in fn.attr_bindings:
+                # `config.model_dir` of the config the caller handed in, where it set
+                # `config.model_dir = join(config.root_dir, "models")` (the root holding the rank)
+                if any(value is not sub and self.mentions_rank(value, scope, depth - 1, strict, placed)
+                       for value, scope in self.program.values_of(sub, fn, 3)):
+                    return True
             if isinstance(sub, ast.Name) or (isinstance(sub, ast.Attribute) and dotted(sub or "") and
                                              isinstance(sub.value, ast.Name) and (
                                                  sub.value.id == "self" or dotted(sub) in fn.attr_bindings)):

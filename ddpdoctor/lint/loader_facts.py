@@ -230,6 +230,11 @@ def _one_pick(call: ast.Call, fn: Function, full: str) -> bool:
             return False
         return any(n.__class__ is ast.Subscript and n.value is call and is_const(n.slice, 0) for n in fn.own_of(ast.Subscript))
     if full == "numpy.random.choice":
+        size = keyword(call, "size") if keyword(call, "size") is not None else (call.args[1] if len(call.args) > 1 else None)
+        if size.__class__ is ast.Tuple and len(size.elts) >= 2:
+            # `np.random.choice(means, size=(n, chains, modes))`: an array of values drawn from a
+            # list of numbers (a simulated item's parameters), no set of items picked
+            return True
         return len(call.args) == 1 and keyword(call, "size") is None and not any(k.arg is None for k in call.keywords)
     return False
 

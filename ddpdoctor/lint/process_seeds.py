@@ -486,6 +486,11 @@ def _judge(seed: Optional[ast.AST], fn: Function, program) -> int:
     fallbacks = True  # every draw a fallback where no usable seed was given
     settings: list[bool] = []  # of each other value: a setting the run's configuration gives
     for value, scope in program.values_of(seed, fn, 3):
+        if _drawn_where_unset(value, scope, program):
+            # `if config.seed is None: config.seed = np.random.randint(2000, 1000000)` in the
+            # set-up, --seed given by no launch: each process draws its own seed, as a rank would
+            # make it (FMImaging's set_seed(config.seed))
+            return _PER_RANK
         zero = _zero_before_group(program, value, scope)
         for node in walk(value):
             if zero and any(id(n) in zero for n in walk(node)):
@@ -606,6 +611,20 @@ NO_GPU = re.compile(r"^not\b(?!.*\bnot\b).*\bcuda\.(?:is_available|device_count)
 # Counters the ranks step in lockstep (DDP keeps them so): the same on every rank wherever they come from.
 # (fairseq's trainers count optimizer steps as `num_updates`, read through `get_num_updates()`)
 LOCKSTEP = re.compile(r"epoch|step|iter|num_updates", re.IGNORECASE)
+
+
+def _drawn_where_unset(value: ast.AST, scope: Function, program) -> bool:
+    """An option's field (`config.seed`) the function sets to a draw from the process's own
+    generators where the option is left unset (`if config.seed is None: config.seed =
+    np.random.randint(...)`), the option None on the run as launched."""
+    if value.__class__ is not ast.Attribute or scope.node is None or scope.node.__class__ is ast.Module:
+        return False
+    said = text(value)
+    if not any(s.__class__ is ast.Assign and any(text(t) == said for t in s.targets)
+               and _origin(s.value, scope, program) == _DRAWN for s in scope.own):
+        return False
+    defaults = program.option_defaults()
+    return value.attr in defaults and defaults[value.attr] is None
 
 
 def _origin(value: ast.AST, fn: Function, program) -> int:

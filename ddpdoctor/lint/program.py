@@ -1507,8 +1507,14 @@ class Program:
                 out = []
                 for value, caller in self._passed(held, fn):
                     if value.__class__ is ast.Name:
-                        for set_to in caller.attr_bindings.get(f"{value.id}.{node.attr}", ()):
-                            out.extend(self.values_of(set_to, caller, depth - 1))
+                        set_to = caller.attr_bindings.get(f"{value.id}.{node.attr}", ())
+                        for bound in set_to:
+                            out.extend(self.values_of(bound, caller, depth - 1))
+                        if not set_to and (value.id in caller.params or value.id in caller.kwonly) and depth > 1:
+                            # (handed on again: `train_val_datasets(config)` handing the config
+                            # main set `config.root_dir` on to the dataset it builds)
+                            read = ast.Attribute(value=value, attr=node.attr, ctx=ast.Load())
+                            out.extend(v for v in self.values_of(read, caller, depth - 1) if v[0] is not read)
                 if out:
                     return out
         if cls is ast.Call or cls is ast.Subscript:

@@ -272,7 +272,7 @@ class SaveFacts:
             return SaveFact(where, path_text, False, f"under `{chosen}`, false for the options as launched")
         # (four steps: the file `f` of `with open(save_file, "wb") as f:`, save_file joined from
         # a basename, the basename an f-string of `rankstr()`, rankstr's returned rank)
-        if path is not None and self.mentions_rank(path, fn, 4, placed=True):
+        if path is not None and self.mentions_rank(path, fn, 5, placed=True):
             local = self._node_local_only(path, fn)
             if not local:
                 return SaveFact(where, path_text, False, "the path depends on the rank")

@@ -787,3 +787,250 @@ def test_step_closure_backward_on_the_other_side(tmp_path):
 def test_step_closure_backward_without_a_config(tmp_path):
     assert _bf16_line(tmp_path, {"train.py": BF16_STEP["train.py"]}) == \
         _line(BF16_STEP["train.py"], "timed(train_step)")
+
+
+# ------------------------------------------------- a rank-named folder set on the options namespace
+# main sets `config.root_dir = os.path.join(config.log_dir, f"run_{config.world_rank}")` (the rank
+# from dist.get_rank()) and `config.model_dir` under it, then hands the config on: to a builder that
+# hands it to a class writing `buffers.pt` into `config.root_dir`, and `model_dir=config.model_dir`
+# to the training loop's checkpoint folder. Each rank writes its own files (no DDP806). Twin: the
+# folder holds no rank.
+RANK_FOLDER = {
+    "train.py": """
+        import argparse
+        import os
+        import torch.distributed as dist
+        from runner import experiment
+
+
+        def main():
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--log_dir", default="logs")
+            config = parser.parse_args()
+            dist.init_process_group("gloo")
+            config.world_rank = dist.get_rank()
+            config.root_dir = os.path.join(config.log_dir, f"run_{config.world_rank}")
+            config.model_dir = os.path.join(config.root_dir, "models")
+            experiment(config)
+
+
+        if __name__ == "__main__":
+            main()
+    """,
+    "runner.py": """
+        import os
+        import torch
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+        class Buffers:
+            def __init__(self, log_dir):
+                torch.save({"scale": 1.0}, os.path.join(log_dir, "buffers.pt"))
+
+
+        class Simulator:
+            def __init__(self, config):
+                self.buffers = Buffers(log_dir=config.root_dir)
+
+
+        def build(config):
+            return Simulator(config)
+
+
+        def train(model, model_dir, prefix=""):
+            postfixed = os.path.join(model_dir, prefix)
+            checkpoints = os.path.join(postfixed, "checkpoints")
+            for epoch in range(2):
+                model(torch.zeros(4, 4)).sum().backward()
+                torch.save(model.state_dict(), os.path.join(checkpoints, "last.pth"))
+
+
+        def experiment(config):
+            build(config)
+            model = DDP(torch.nn.Linear(4, 1))
+            train(model, model_dir=config.model_dir)
+    """,
+}
+
+
+def test_rank_folder_set_on_the_namespace_and_handed_on(tmp_path):
+    assert not _codes(lint_tree(tmp_path, RANK_FOLDER), "DDP806")
+
+
+def test_shared_folder_set_on_the_namespace_and_handed_on(tmp_path):
+    script = RANK_FOLDER["train.py"].replace('f"run_{config.world_rank}"', '"run"')
+    assert script != RANK_FOLDER["train.py"]
+    assert len(_codes(lint_tree(tmp_path, {**RANK_FOLDER, "train.py": script}), "DDP806")) == 2
+
+
+# ------------------------------------------------- values drawn for simulated items, no items picked
+# A simulated dataset draws each item's parameters with `np.random.choice(means, size=(n, 2, 3))`,
+# unseeded: an array of values from a list of numbers, not a set of items picked (no DDP803). Twin:
+# `np.random.choice(4 * n, size=n, replace=False)` picks which items it keeps (DDP803).
+SIMULATED = {
+    "train.py": """
+        import numpy as np
+        import torch
+        import torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        from torch.utils.data import DataLoader, Dataset, DistributedSampler
+
+
+        class Simulated(Dataset):
+            def __init__(self, n, means):
+                self.n = n
+                drawn = np.random.choice(means, size=(n, 2, 3))
+                self.params = torch.tensor(drawn).float()
+
+            def __len__(self):
+                return self.n
+
+            def __getitem__(self, idx):
+                return self.params[idx].flatten()
+
+
+        def main():
+            dist.init_process_group("gloo")
+            data = Simulated(64, [0.5, 1.0, 2.0])
+            sampler = DistributedSampler(data)
+            loader = DataLoader(data, sampler=sampler, batch_size=8)
+            model = DDP(torch.nn.Linear(6, 1))
+            for epoch in range(2):
+                sampler.set_epoch(epoch)
+                for x in loader:
+                    model(x).sum().backward()
+
+
+        if __name__ == "__main__":
+            main()
+    """,
+}
+
+
+def test_values_drawn_for_simulated_items(tmp_path):
+    assert not _codes(lint_tree(tmp_path, SIMULATED), "DDP803")
+
+
+def test_items_picked_by_an_unseeded_choice(tmp_path):
+    script = SIMULATED["train.py"].replace(
+        "drawn = np.random.choice(means, size=(n, 2, 3))\n                self.params = torch.tensor(drawn).float()",
+        "keep = np.random.choice(4 * n, size=n, replace=False)\n                self.params = torch.randn(4 * n, 2, 3)[keep]")
+    assert script != SIMULATED["train.py"]
+    assert _codes(lint_tree(tmp_path, {"train.py": script}), "DDP803")
+
+
+# ------------------------------------------------- a launcher class building its command in pieces
+# run_ddp.py's Runner starts `["torchrun", ..., script]` and adds the options with
+# `self.cmd.extend(["--accum_iter", "1"])`, the script named where the runner is made: the launch
+# gives --accum_iter 1, so the step every pass accumulates nothing (no DDP805). Twins: the runner
+# gives 4 (DDP805); no runner (DDP805, resting on the option being raised).
+RUNNER = {
+    "train.py": """
+        import argparse
+        import torch
+        import torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+
+        def main():
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--accum_iter", type=int, default=1)
+            args = parser.parse_args()
+            dist.init_process_group("gloo")
+            data = TensorDataset(torch.zeros(32, 8))
+            sampler = DistributedSampler(data)
+            loader = DataLoader(data, sampler=sampler, batch_size=4)
+            model = DDP(torch.nn.Linear(8, 1))
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for epoch in range(2):
+                sampler.set_epoch(epoch)
+                for i, (x,) in enumerate(loader):
+                    (model(x).sum() / args.accum_iter).backward()
+                    if (i + 1) % args.accum_iter == 0:
+                        opt.step()
+                        opt.zero_grad()
+
+
+        if __name__ == "__main__":
+            main()
+    """,
+    "run_ddp.py": """
+        import subprocess
+
+
+        class Runner:
+            def __init__(self, script):
+                self.cmd = ["torchrun", "--standalone", "--nproc_per_node", "2", script]
+
+            def set_up_options(self):
+                self.cmd.extend(["--accum_iter", "1"])
+
+            def run(self):
+                subprocess.run(self.cmd, check=True)
+
+
+        if __name__ == "__main__":
+            runner = Runner("train.py")
+            runner.set_up_options()
+            runner.run()
+    """,
+}
+
+
+def test_launcher_class_giving_the_option_as_one(tmp_path):
+    assert not _codes(lint_tree(tmp_path, RUNNER), "DDP805")
+
+
+def test_launcher_class_giving_the_option_above_one(tmp_path):
+    runner = RUNNER["run_ddp.py"].replace('"--accum_iter", "1"', '"--accum_iter", "4"')
+    assert runner != RUNNER["run_ddp.py"]
+    assert _codes(lint_tree(tmp_path, {**RUNNER, "run_ddp.py": runner}), "DDP805")
+
+
+def test_no_launcher_class(tmp_path):
+    assert _codes(lint_tree(tmp_path, {"train.py": RUNNER["train.py"]}), "DDP805")
+
+
+# ------------------------------------------------- an epoch read back from a checkpoint
+# `checkpoint = torch.load("last.pth", map_location={"cuda:0": f"cuda:{rank}"})`, then the epochs
+# counted from `checkpoint["epoch"]` name the saved files: the map_location only places the loaded
+# tensors, so the epoch is every rank's and every rank writes `model_{epoch}.pth` (DDP806). Twin:
+# the file's name holds the rank.
+RESUMED_EPOCH = {
+    "train.py": """
+        import torch
+        import torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+        def save(model, epoch):
+            torch.save(model.module.state_dict(), f"model_{epoch}.pth")
+
+
+        def main():
+            dist.init_process_group("gloo")
+            rank = dist.get_rank()
+            model = DDP(torch.nn.Linear(4, 1))
+            checkpoint = torch.load("last.pth", map_location={"cuda:0": f"cuda:{rank}"})
+            epoch = checkpoint["epoch"]
+            while epoch < 3:
+                model(torch.zeros(2, 4)).sum().backward()
+                save(model, epoch)
+                epoch += 1
+
+
+        if __name__ == "__main__":
+            main()
+    """,
+}
+
+
+def test_epoch_read_back_from_a_checkpoint_names_no_rank(tmp_path):
+    assert _codes(lint_tree(tmp_path, RESUMED_EPOCH), "DDP806")
+
+
+def test_rank_in_the_saved_files_name(tmp_path):
+    script = RESUMED_EPOCH["train.py"].replace("        save(model, epoch)", "        save(model, f\"{epoch}_{rank}\")")
+    assert script != RESUMED_EPOCH["train.py"]
+    assert not _codes(lint_tree(tmp_path, {"train.py": script}), "DDP806")
