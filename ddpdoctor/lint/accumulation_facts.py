@@ -17,7 +17,7 @@ from ddpdoctor.lint.fact_builder import (_cond_false, _cond_true, _fn_loops, _lo
                                           argument_at, given_constants, loc)
 from ddpdoctor.lint.nodes import children, walk
 from ddpdoctor.lint.patterns import HANDS_THE_LOSS, _loss_of, grad_off, averages_gradients, backward_loss, launched_engine, dotted, fresh_model, is_const, keyword, last_name, loss_round_the_wrapper, opposite_sides, plain_loss, tests_around, text
-from ddpdoctor.lint.program import Function, Klass, Module
+from ddpdoctor.lint.program import is_property, Function, Klass, Module
 
 
 OPTIMIZER_NAME = re.compile(r"opt", re.IGNORECASE)
@@ -288,6 +288,12 @@ class AccumulationFacts:
             return False
         return self._one(test.left.right, fn)
 
+    def _never_time(self, test: ast.AST, fn: Function) -> bool:
+        """`x % k != 0` (or `> 0`) where k is 1 on every way in: false on every pass."""
+        return isinstance(test, ast.Compare) and len(test.ops) == 1 and test.ops[0].__class__ in (ast.NotEq, ast.Gt) \
+            and is_const(test.comparators[0], 0) and isinstance(test.left, ast.BinOp) \
+            and isinstance(test.left.op, ast.Mod) and self._one(test.left.right, fn)
+
     def _one(self, k: ast.AST, fn: Function) -> bool:
         """The period k is 1 on every way in (see _every_time)."""
         if is_const(k, 1):
@@ -301,7 +307,13 @@ class AccumulationFacts:
             # getattr(self._cfg, name).training`), 1 wherever a config sets it
             return True
         if isinstance(k, ast.Name) and k.id in fn.params and not fn.bindings.get(k.id):
-            return given_constants(self.callers(), fn, k.id) == {1}
+            if given_constants(self.callers(), fn, k.id) == {1}:
+                return True
+            # (handed down from a runner's `self.accum_grad_iters`, a property reading
+            # `self.config.run_cfg.get("accum_grad_iters", 1)` with 1 in every config)
+            values = self.program.values_of(k, fn, 4)
+            return bool(values) and all(v is not k and (self._config_one(v, scope) or self._property_one(v, scope))
+                                        for v, scope in values)
         if isinstance(k, ast.Name):
             if self._constant_one(k, fn) == "fixed":
                 return True
@@ -310,10 +322,35 @@ class AccumulationFacts:
             values = self.program.values_of(k, fn, 1)
             return bool(values) and all(self._config_one(v, scope) for v, scope in values)
         if isinstance(k, ast.Attribute) and isinstance(k.value, ast.Name) and k.value.id != "self":
-            return self._module_constant_one(k, fn) or self._field_default_one(k, fn)
+            return self._module_constant_one(k, fn) or self._field_default_one(k, fn) or self._built_field_one(k, fn)
         if isinstance(k, ast.Attribute) and isinstance(k.value, ast.Name) and k.value.id == "self":
             return self._field_one(k, fn)
         return False
+
+    def _built_field_one(self, k: ast.Attribute, fn: Function) -> bool:
+        """`cfg.grad_accum_iters` of a record a local factory builds (`return
+        BaseConfigByEpoch(..., grad_accum_iters=grad_accum_iters)`), handed 1 or its parameter
+        that every call leaves at 1 (ResRep's `get_baseconfig_by_epoch(..., grad_accum_iters=1)`):
+        1 on every way in."""
+        values = self.program.values_of(k.value, fn, 3)
+        if not values:
+            return False
+        for value, scope in values:
+            targets = self.program.resolve(value.func, scope)[0] if value.__class__ is ast.Call else []
+            if not targets or any(t.node is None or t.node.__class__ is ast.Module or t.name == "__init__"
+                                  or not t.returned for t in targets):
+                return False
+            for target in targets:
+                for returned in target.returned:
+                    given = keyword(returned, k.attr) if returned.__class__ is ast.Call else None
+                    if given is None:
+                        return False
+                    if is_const(given, 1):
+                        continue
+                    if not (given.__class__ is ast.Name and given.id in target.params and not target.bindings.get(given.id)
+                            and given_constants(self.callers(), target, given.id) == {1}):
+                        return False
+        return True
 
     def _section_key(self, k: ast.Attribute, fn: Function) -> bool:
         """The key is no command-line option: not one the options declare or a launch gives, or,
@@ -325,6 +362,27 @@ class AccumulationFacts:
         return k.attr not in self.program.declared_defaults() and bool(fn.bindings.get(k.value.id)) and \
             self.program.option_defaults()[k.attr] == 1 and \
             all(v == 1 for v in self.program.launch_candidates().get(k.attr, ()))
+
+    def _property_one(self, value: ast.AST, fn: Function) -> bool:
+        """`self.accum_grad_iters` of a property whose every return reads a config key with 1 for
+        its default, a key every YAML config beside the script that gives it sets to 1
+        (`int(self.config.run_cfg.get("accum_grad_iters", 1))`, `accum_grad_iters: 1`)."""
+        if not (value.__class__ is ast.Attribute and value.value.__class__ is ast.Name and value.value.id == "self"):
+            return False
+        klass = self.program._class_of_fn(fn)
+        method = self.program.method(klass, value.attr) if klass is not None else None
+        if method is None or not is_property(method.node) or not method.returned:
+            return False
+        for returned in method.returned:
+            read = returned.args[0] if returned.__class__ is ast.Call and last_name(returned.func) == "int" \
+                and len(returned.args) == 1 else returned
+            if not (read.__class__ is ast.Call and read.func.__class__ is ast.Attribute and read.func.attr == "get"
+                    and len(read.args) == 2 and read.args[0].__class__ is ast.Constant
+                    and isinstance(read.args[0].value, str) and is_const(read.args[1], 1)):
+                return False
+            if not self.program.config_key_anywhere(read.args[0].value) <= {1}:
+                return False
+        return True
 
     def _config_one(self, value: ast.AST, fn: Function) -> bool:
         """A config read that every config beside the script sets to 1: `cfg["optim"]["accum"]`,
@@ -1312,13 +1370,25 @@ class AccumulationFacts:
                     continue
                 if self._every_time(stmt.test, target):
                     return "always"  # `if it % self.acc_steps == 0:` with acc_steps left at 1
-                switch = stmt.test.id if isinstance(stmt.test, ast.Name) else None
+                # (`if not if_accum_grad:` of a flag the caller hands: negated)
+                negated = stmt.test.__class__ is ast.UnaryOp and stmt.test.op.__class__ is ast.Not
+                test = stmt.test.operand if negated else stmt.test
+                switch = test.id if isinstance(test, ast.Name) else None
                 if switch is None or switch not in target.params:
                     return "sometimes"
                 passed = keyword(call, switch)
                 index = target.params.index(switch)
                 if passed is None and index < len(call.args):
                     passed = call.args[index]
+                if passed.__class__ is ast.Name:
+                    # (`if_accum_grad = (it % cfg.grad_accum_iters) != 0`, then handed on)
+                    held = self.program.values_of(passed, fn, 1)
+                    if len(held) == 1 and held[0][0] is not passed and held[0][1] is fn:
+                        passed = held[0][0]
+                if negated:
+                    if passed is not None and (is_const(passed, False, 0, None) or self._never_time(passed, fn)):
+                        return "always"  # (`it % ACCUM != 0` with ACCUM 1: never accumulates)
+                    return None if is_const(passed, True) else "sometimes"
                 if passed is None or is_const(passed, True) or self._every_time(passed, fn):
                     return "always"  # (`update_grad=(i + 1) % ACCUM == 0` with ACCUM 1: every call)
                 return None if is_const(passed, False, 0, None) else "sometimes"

@@ -3603,9 +3603,38 @@ class LoaderFacts:
                and mine[:len(held.get(id(other), ()))] == held.get(id(other), ())
                for other in fn.own_calls):
             return True
+        if any(other.lineno < call.lineno and mine[:len(held.get(id(other), ()))] == held.get(id(other), ())
+               and self._helper_seeds_alike(other, fn, stream) for other in fn.own_calls):
+            # `random_seed(args.seed)` of `def random_seed(seed=42, rank=0): np.random.seed(seed +
+            # rank)`, the rank left at 0 (Multimodal-GPT seeds so before building its datasets, and
+            # with the rank only after): every rank draws alike
+            return True
         sites = self.callers().get(fn, []) if depth > 0 else []
         return bool(sites) and all(event.kind == "call" and isinstance(event.node, ast.Call) and
                                    self._reseeded_before(event.node, caller, stream, depth - 1) for caller, event in sites)
+
+    def _helper_seeds_alike(self, site: ast.Call, fn: Function, stream: str) -> bool:
+        """The call runs a local helper that seeds the stream (`np.random.seed(seed + rank)`)
+        with a value this call makes alike on every rank: each parameter the seed reads is
+        handed no rank here (or left at a default that holds none)."""
+        for target in self.program.resolve(site.func, fn)[0]:
+            if target.node is None or target.node.__class__ is ast.Module:
+                continue
+            for inner in target.own_calls:
+                if _SEED_STREAMS.get(self.program.qualify(inner.func, target) or "") != stream or not inner.args:
+                    continue
+                seed = inner.args[0]
+                params = {n.id for n in walk(seed) if n.__class__ is ast.Name and n.id in target.params
+                          and not target.bindings.get(n.id)}
+                if not params or any(n.id not in params and self.mentions_rank(n, target)
+                                     for n in walk(seed) if n.__class__ is ast.Name):
+                    continue
+                defaults = param_defaults(target.node)
+                given = {p: argument_at(target, site, p) for p in params}
+                if all(not self.mentions_rank(value, fn) if value is not None
+                       else defaults.get(p).__class__ is ast.Constant for p, value in given.items()):
+                    return True
+        return False
 
     def _seeds_anything(self) -> bool:
         """Some call of the program seeds a random stream (`torch.manual_seed`, `np.random.seed`,

@@ -1034,3 +1034,199 @@ def test_rank_in_the_saved_files_name(tmp_path):
     script = RESUMED_EPOCH["train.py"].replace("        save(model, epoch)", "        save(model, f\"{epoch}_{rank}\")")
     assert script != RESUMED_EPOCH["train.py"]
     assert not _codes(lint_tree(tmp_path, {"train.py": script}), "DDP806")
+
+
+# ------------------------------------------------- a seeding helper called with the rank left out
+# `def random_seed(seed=42, rank=0): np.random.seed(seed + rank)`, called as `random_seed(args.seed)`
+# before the dataset picks its subset with `np.random.choice(...)`, and with the rank only after:
+# every rank picks the same subset (no DDP803). Twin: the first call hands the rank too.
+SEED_HELPER = {
+    "train.py": """
+        import argparse
+        import random
+        import numpy as np
+        import torch
+        import torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        from torch.utils.data import DataLoader, DistributedSampler, Subset, TensorDataset
+
+
+        def random_seed(seed=42, rank=0):
+            torch.manual_seed(seed + rank)
+            np.random.seed(seed + rank)
+            random.seed(seed + rank)
+
+
+        def build_dataset(sample):
+            dataset = TensorDataset(torch.zeros(1000, 8))
+            picked = np.random.choice(len(dataset), min(sample, len(dataset)), replace=False)
+            return Subset(dataset, picked)
+
+
+        def main():
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--seed", type=int, default=42)
+            args = parser.parse_args()
+            dist.init_process_group("gloo")
+            args.rank = dist.get_rank()
+            random_seed(args.seed)
+            dataset = build_dataset(512)
+            loader = DataLoader(dataset, batch_size=8, sampler=DistributedSampler(dataset, shuffle=False))
+            random_seed(args.seed, args.rank)
+            model = DDP(torch.nn.Linear(8, 1))
+            for (x,) in loader:
+                model(x).sum().backward()
+
+
+        if __name__ == "__main__":
+            main()
+    """,
+}
+
+
+def test_seeding_helper_called_with_the_rank_left_out(tmp_path):
+    assert not _codes(lint_tree(tmp_path, SEED_HELPER), "DDP803")
+
+
+def test_seeding_helper_handed_the_rank_before_the_pick(tmp_path):
+    script = SEED_HELPER["train.py"].replace("random_seed(args.seed)\n", "random_seed(args.seed, args.rank)\n", 1)
+    assert script != SEED_HELPER["train.py"]
+    assert _codes(lint_tree(tmp_path, {"train.py": script}), "DDP803")
+
+
+# ------------------------------------------------- an accumulation flag from a record's field at 1
+# `if_accum_grad = (iteration % cfg.grad_accum_iters) != 0` handed to a step helper that steps
+# under `if not if_accum_grad:`, the config a namedtuple a local factory builds with its
+# `grad_accum_iters=1` default, which no call changes: the flag is never set, the optimizer steps
+# every pass (no DDP805). Twin: the factory is handed 4.
+RECORD_PERIOD = {
+    "train.py": """
+        from collections import namedtuple
+        import torch
+        import torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+        Config = namedtuple("Config", ["lr", "grad_accum_iters"])
+
+
+        def make_config(lr, grad_accum_iters=1):
+            return Config(lr=lr, grad_accum_iters=grad_accum_iters)
+
+
+        def train_one_step(model, x, optimizer, if_accum_grad=False):
+            loss = model(x).sum()
+            loss.backward()
+            if not if_accum_grad:
+                optimizer.step()
+                optimizer.zero_grad()
+            return loss
+
+
+        def train(cfg, model, loader, sampler):
+            optimizer = torch.optim.SGD(model.parameters(), lr=cfg.lr)
+            iteration = 0
+            for epoch in range(2):
+                sampler.set_epoch(epoch)
+                for (x,) in loader:
+                    iteration += 1
+                    if_accum_grad = (iteration % cfg.grad_accum_iters) != 0
+                    train_one_step(model, x, optimizer, if_accum_grad)
+
+
+        def main():
+            dist.init_process_group("gloo")
+            data = TensorDataset(torch.zeros(32, 8))
+            sampler = DistributedSampler(data)
+            loader = DataLoader(data, sampler=sampler, batch_size=4)
+            train(make_config(0.1), DDP(torch.nn.Linear(8, 1)), loader, sampler)
+
+
+        if __name__ == "__main__":
+            main()
+    """,
+}
+
+
+def test_accumulation_flag_from_a_record_field_at_one(tmp_path):
+    assert not _codes(lint_tree(tmp_path, RECORD_PERIOD), "DDP805")
+
+
+def test_accumulation_flag_from_a_record_field_at_four(tmp_path):
+    script = RECORD_PERIOD["train.py"].replace("make_config(0.1)", "make_config(0.1, grad_accum_iters=4)")
+    assert script != RECORD_PERIOD["train.py"]
+    assert _codes(lint_tree(tmp_path, {"train.py": script}), "DDP805")
+
+
+# ------------------------------------------------- a period handed down from a runner's property
+# The inner loop's `accum_grad_iters=1` parameter is handed the runner's property, which reads
+# `int(self.config.run_cfg.get("accum_grad_iters", 1))`, and the YAML config sets
+# `accum_grad_iters: 1`: the optimizer steps every pass (no DDP805). Twin: the config sets 4.
+RUNNER_PERIOD = {
+    "train.py": """
+        import yaml
+        import torch
+        import torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+
+        class Config:
+            def __init__(self, path):
+                with open(path) as f:
+                    self.run_cfg = yaml.safe_load(f)["run"]
+
+
+        def inner_loop(model, loader, optimizer, accum_grad_iters=1):
+            for i, (x,) in enumerate(loader):
+                loss = model(x).sum() / accum_grad_iters
+                loss.backward()
+                if (i + 1) % accum_grad_iters == 0:
+                    optimizer.step()
+                    optimizer.zero_grad()
+
+
+        class Runner:
+            def __init__(self, config, model, loader):
+                self.config = config
+                self.model = model
+                self.loader = loader
+                self.optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+            @property
+            def accum_grad_iters(self):
+                return int(self.config.run_cfg.get("accum_grad_iters", 1))
+
+            def train_epoch(self):
+                inner_loop(self.model, self.loader, self.optimizer, accum_grad_iters=self.accum_grad_iters)
+
+
+        def main():
+            dist.init_process_group("gloo")
+            data = TensorDataset(torch.zeros(32, 8))
+            sampler = DistributedSampler(data)
+            loader = DataLoader(data, sampler=sampler, batch_size=4)
+            runner = Runner(Config("configs/train.yaml"), DDP(torch.nn.Linear(8, 1)), loader)
+            for epoch in range(2):
+                sampler.set_epoch(epoch)
+                runner.train_epoch()
+
+
+        if __name__ == "__main__":
+            main()
+    """,
+    "configs/train.yaml": """
+        run:
+          accum_grad_iters: 1
+          lr: 0.1
+    """,
+}
+
+
+def test_period_handed_down_from_a_runner_property_at_one(tmp_path):
+    assert not _codes(lint_tree(tmp_path, RUNNER_PERIOD), "DDP805")
+
+
+def test_period_handed_down_from_a_runner_property_at_four(tmp_path):
+    config = RUNNER_PERIOD["configs/train.yaml"].replace("accum_grad_iters: 1", "accum_grad_iters: 4")
+    assert _codes(lint_tree(tmp_path, {**RUNNER_PERIOD, "configs/train.yaml": config}), "DDP805")
