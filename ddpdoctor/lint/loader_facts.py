@@ -3603,15 +3603,35 @@ class LoaderFacts:
                and mine[:len(held.get(id(other), ()))] == held.get(id(other), ())
                for other in fn.own_calls):
             return True
-        if any(other.lineno < call.lineno and mine[:len(held.get(id(other), ()))] == held.get(id(other), ())
-               and self._helper_seeds_alike(other, fn, stream) for other in fn.own_calls):
-            # `random_seed(args.seed)` of `def random_seed(seed=42, rank=0): np.random.seed(seed +
-            # rank)`, the rank left at 0 (Multimodal-GPT seeds so before building its datasets, and
-            # with the rank only after): every rank draws alike
-            return True
+        # `random_seed(args.seed)` of `def random_seed(seed=42, rank=0): np.random.seed(seed +
+        # rank)`, the rank left at 0 (Multimodal-GPT seeds so before building its datasets, and
+        # with the rank only after): every rank draws alike - where it is the last seeding of the
+        # stream before the draw (not `if flags.diff_seed: set_seed(seed + rank)` after it)
+        verdicts = [(other.lineno, self._helper_seeding(other, fn, stream)) for other in fn.own_calls
+                    if other.lineno < call.lineno]
+        verdicts = [(line, v) for line, v in verdicts if v is not None]
+        if verdicts:
+            line, last = max(verdicts, key=lambda lv: lv[0])
+            site = next(o for o in fn.own_calls if o.lineno == line)
+            if last == "alike" and mine[:len(held.get(id(site), ()))] == held.get(id(site), ()):
+                return True
         sites = self.callers().get(fn, []) if depth > 0 else []
         return bool(sites) and all(event.kind == "call" and isinstance(event.node, ast.Call) and
                                    self._reseeded_before(event.node, caller, stream, depth - 1) for caller, event in sites)
+
+    def _helper_seeding(self, site: ast.Call, fn: Function, stream: str) -> Optional[str]:
+        """How the call seeds the stream: "alike" (_helper_seeds_alike), "apart" (a seeding of
+        that stream with a rank in it, its own or a helper's), None where it seeds none."""
+        if _SEED_STREAMS.get(self.program.qualify(site.func, fn) or "") == stream:
+            return "apart" if site.args and self.mentions_rank(site.args[0], fn) else "alike"
+        if self._helper_seeds_alike(site, fn, stream):
+            return "alike"
+        for target in self.program.resolve(site.func, fn)[0]:
+            if target.node is not None and target.node.__class__ is not ast.Module and any(
+                    _SEED_STREAMS.get(self.program.qualify(inner.func, target) or "") == stream
+                    for inner in target.own_calls):
+                return "apart"
+        return None
 
     def _helper_seeds_alike(self, site: ast.Call, fn: Function, stream: str) -> bool:
         """The call runs a local helper that seeds the stream (`np.random.seed(seed + rank)`)
