@@ -84,6 +84,13 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
         (`if use_bf16: scaler.scale(loss).backward() else: loss.backward()`) is reported at the
         backward of the side the options or every YAML config beside the script settle (`use_bf16 =
         args["meta"]["use_bf16"]` with `use_bf16: true`), at the loop's call where nothing does.
+        A flag handed to a step helper that steps under `if not if_accum_grad:`, the flag `(it %
+        cfg.grad_accum_iters) != 0` with the record's field 1 (a namedtuple a local factory builds
+        with its `grad_accum_iters=1` default, which no call changes), never holds: a step every
+        pass. So does a period handed down from a runner's property reading
+        `int(self.config.run_cfg.get("accum_grad_iters", 1))` where every YAML config beside the
+        script sets 1. A launcher class that builds its command in pieces (`self.cmd.extend(
+        ["--iters_to_accumulate", "1"])`, the script named where it is made) is read as a launch.
 
         The step test's count is read where the source settles it: a name bound to a YAML config's
         key (`grad_acc_step = train_config["optimizer"]["grad_acc_step"]`) that every config

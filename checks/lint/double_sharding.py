@@ -55,6 +55,12 @@ def double_sharding(facts: LintFacts) -> list[Problem] | Skipped:
         A split's part handed to the dataset class (`PairDataset(split["train"])`, or `train =
         split["train"]` first, with `split = ds.train_test_split(train_size=0.9)` and no seed=)
         is drawn by that split.
+        A seed drawn where the option gives none (`if config.seed is None: config.seed =
+        np.random.randint(...)`, then `set_seed(config.seed)`) is each process's own, as a rank's
+        would be. A local seeding helper called with the rank left at its default
+        (`random_seed(args.seed)` of `def random_seed(seed=42, rank=0)`) seeds every rank alike,
+        where it is the last seeding of the stream before the draw. An array of values drawn for
+        simulated items (`np.random.choice(means, size=(n, chains, modes))`) picks no items.
 
         A training loader a framework shards itself - Lightning's Trainer (which puts a
         DistributedSampler in, in processes that each run the script again: not with

@@ -125,6 +125,11 @@ def save_on_every_rank(facts: LintFacts) -> list[Problem] | Skipped:
         there only rank 0 saves. A method called by its name alone (`loss.save_state(path)` on an
         item of a list of losses) writes the path those calls hand it: one with the rank in it
         (`os.path.join(ckpt, str(dist.get_rank()), name)`) is each rank's own file.
+        A folder set on the options namespace with the rank in it (`config.root_dir = join(
+        config.log_dir, f"run_{config.world_rank}")`, then `config.model_dir` under it), handed on
+        through the functions that take the config, names each rank's own files. A checkpoint's
+        `map_location` only places the loaded tensors: an epoch read back from it is every
+        rank's.
 
     Why it hurts:
         Every rank writes the same file at the same time. On a shared filesystem the writes
