@@ -17,7 +17,7 @@ import re
 from typing import Any, Optional
 
 from ddpdoctor.lint import reaching
-from ddpdoctor.lint.nodes import parse_test, walk
+from ddpdoctor.lint.nodes import param_defaults, parse_test, walk
 from ddpdoctor.lint.config_files import UNKNOWN_VALUE, nested_value
 from ddpdoctor.lint.patterns import OPTIONS_HOLDER, constructions, env_key, last_name, text
 
@@ -725,10 +725,10 @@ def _handed_value(name: str, fn, program: Program, depth: int) -> Any:
         return _NOT_KNOWN
     values: set = set()
     if left_out:
-        default = _parameter_default(fn.node, name)
-        if default is _NOT_KNOWN:
+        default = param_defaults(fn.node).get(name)
+        if not (default.__class__ is ast.Constant and isinstance(default.value, (str, int, float, bool, type(None)))):
             return _NOT_KNOWN
-        values.add(default)
+        values.add(default.value)
     for value, scope in handed:
         if value.__class__ is ast.Constant and isinstance(value.value, (str, int, float, bool, type(None))):
             values.add(value.value)
@@ -763,20 +763,6 @@ def _option_read(node: ast.AST, program: Program) -> Any:
 
 
 _LAUNCHER = re.compile(r"launcher|backend|dist_url|init_method", re.IGNORECASE)
-
-
-def _parameter_default(node: ast.AST, name: str) -> Any:
-    """The constant default of a function's parameter, or _NOT_KNOWN."""
-    args = node.args
-    positional = [*args.posonlyargs, *args.args]
-    pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults)) + \
-        [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
-    for arg, default in pairs:
-        if arg.arg == name:
-            if default.__class__ is ast.Constant and isinstance(default.value, (str, int, float, bool, type(None))):
-                return default.value
-            return _NOT_KNOWN
-    return _NOT_KNOWN
 
 
 def environment_truth(test: ast.AST, program: Program, fn) -> Optional[bool]:
@@ -821,11 +807,11 @@ def _environment_value(node: ast.AST, exported: dict, fn, depth: int) -> Any:
             return _TEXT_CHANGES[node.func.attr](inner) if isinstance(inner, str) else _NOT_KNOWN
         return _NOT_KNOWN
     if node.__class__ is ast.Name and depth > 0 and fn.node is not None:
-        held = reaching.reaching_values(fn.node, node.id, node)
-        values = {repr(v) if v is not _NOT_KNOWN else None: v for v in
-                  (_environment_value(h, exported, fn, depth - 1) for h in held or ())}
-        if held and None not in values and len(values) == 1:
-            return next(iter(values.values()))
+        # (every binding that reaches the read gives the same value)
+        values = [_environment_value(h, exported, fn, depth - 1)
+                  for h in reaching.reaching_values(fn.node, node.id, node) or ()]
+        if values and all(v is not _NOT_KNOWN and v == values[0] and type(v) is type(values[0]) for v in values):
+            return values[0]
     return _NOT_KNOWN
 
 

@@ -230,7 +230,9 @@ def _one_pick(call: ast.Call, fn: Function, full: str) -> bool:
             return False
         return any(n.__class__ is ast.Subscript and n.value is call and is_const(n.slice, 0) for n in fn.own_of(ast.Subscript))
     if full == "numpy.random.choice":
-        size = keyword(call, "size") if keyword(call, "size") is not None else (call.args[1] if len(call.args) > 1 else None)
+        size = keyword(call, "size")
+        if size is None and len(call.args) > 1:
+            size = call.args[1]
         if size.__class__ is ast.Tuple and len(size.elts) >= 2:
             # `np.random.choice(means, size=(n, chains, modes))`: an array of values drawn from a
             # list of numbers (a simulated item's parameters), no set of items picked
@@ -3607,12 +3609,10 @@ class LoaderFacts:
         # rank)`, the rank left at 0 (Multimodal-GPT seeds so before building its datasets, and
         # with the rank only after): every rank draws alike - where it is the last seeding of the
         # stream before the draw (not `if flags.diff_seed: set_seed(seed + rank)` after it)
-        verdicts = [(other.lineno, self._helper_seeding(other, fn, stream)) for other in fn.own_calls
-                    if other.lineno < call.lineno]
-        verdicts = [(line, v) for line, v in verdicts if v is not None]
+        verdicts = [(other, verdict) for other in fn.own_calls if other.lineno < call.lineno
+                    for verdict in [self._helper_seeding(other, fn, stream)] if verdict is not None]
         if verdicts:
-            line, last = max(verdicts, key=lambda lv: lv[0])
-            site = next(o for o in fn.own_calls if o.lineno == line)
+            site, last = max(verdicts, key=lambda sv: (sv[0].lineno, sv[0].col_offset))
             if last == "alike" and mine[:len(held.get(id(site), ()))] == held.get(id(site), ()):
                 return True
         sites = self.callers().get(fn, []) if depth > 0 else []

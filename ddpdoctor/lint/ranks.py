@@ -135,14 +135,11 @@ class RankFlow:
         if fn.node is None or fn.node.__class__ is ast.Module:
             return set()
         found: Optional[set] = None
-        for caller in self.program.functions:
-            for call in caller.own_calls:
-                if last_name(call.func) != fn.name or fn not in self.program.resolve(call.func, caller)[0]:
-                    continue
-                parts = _switch_parts(caller, call)
-                found = parts if found is None else found & parts
-                if not found:
-                    return set()
+        for caller, call, _ in self._call_sites(fn):
+            parts = _switch_parts(caller, call)
+            found = parts if found is None else found & parts
+            if not found:
+                return set()
         return found or set()
 
     def live_spawn_targets(self) -> list:
