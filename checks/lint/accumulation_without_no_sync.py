@@ -148,6 +148,7 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
     if facts.framework is not None and not accumulations:
         return Skipped(f"{facts.framework} handles gradient accumulation")
     problems = _misplaced(accumulations)
+    assumed: dict[str, list[str]] = {}  # option -> the backwards of the later loops resting on it
     for acc in accumulations:
         if acc.by == "accelerate" or acc.pattern in _MISPLACED_PATTERNS:
             continue
@@ -166,6 +167,10 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
                       "FSDP path, say), so the other configuration goes without it")
         # (a period left at its default 1 accumulates nothing: the finding rests on the option)
         option = getattr(acc, "period_option", None)
+        if option and option in assumed:
+            # (another loop on the same assumed count: one finding for the option, the loops named)
+            assumed[option].append(str(acc.backward))
+            continue
         # (a backward inside a helper: no_sync wraps the loop's call into it, forward included)
         call = getattr(acc, "call", None)
         through = f", reached from the loop's call at {call}: wrap that call" if call else ""
@@ -179,6 +184,15 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
             evidence={"loop": str(acc.loop), "step": str(acc.step) if acc.step else None,
                       "pattern": acc.pattern, **({"call": str(call)} if call else {})},
         ))
+        if option:
+            assumed[option] = problems[-1].evidence.setdefault("also", [])
+    for problem in problems:
+        also = problem.evidence.get("also")
+        if also:
+            problem.message += f" (the same in {len(also)} more loop{'s' if len(also) > 1 else ''} " \
+                               f"on that count: backward at {', '.join(also)})"
+        elif "also" in problem.evidence:
+            del problem.evidence["also"]
     return problems
 
 

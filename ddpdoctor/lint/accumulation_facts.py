@@ -311,8 +311,11 @@ class AccumulationFacts:
                 return True
             # (handed down from a runner's `self.accum_grad_iters`, a property reading
             # `self.config.run_cfg.get("accum_grad_iters", 1)` with 1 in every config)
+            # (or `train_args.gradient_accumulation_steps` of `train_args = TrainArgs()` in the
+            # settings module, a dataclass field declared `= 1` that no code sets)
             values = self.program.values_of(k, fn, 4)
-            return bool(values) and all(v is not k and (self._config_one(v, scope) or self._property_one(v, scope))
+            return bool(values) and all(v is not k and (self._config_one(v, scope) or self._property_one(v, scope)
+                                                        or self._record_one(v, scope))
                                         for v, scope in values)
         if isinstance(k, ast.Name):
             if self._constant_one(k, fn) == "fixed":
@@ -321,11 +324,17 @@ class AccumulationFacts:
             # (`accum_iter = config.basic.accum_iter` of an OmegaConf config too)
             values = self.program.values_of(k, fn, 1)
             return bool(values) and all(self._config_one(v, scope) for v, scope in values)
-        if isinstance(k, ast.Attribute) and isinstance(k.value, ast.Name) and k.value.id != "self":
-            return self._module_constant_one(k, fn) or self._field_default_one(k, fn) or self._built_field_one(k, fn)
+        if self._record_one(k, fn):
+            return True
         if isinstance(k, ast.Attribute) and isinstance(k.value, ast.Name) and k.value.id == "self":
             return self._field_one(k, fn)
         return False
+
+    def _record_one(self, k: ast.AST, fn: Function) -> bool:
+        """`hparams.accum` of a settings module, or a field of a record built with its defaults or
+        by a local factory, 1 on every run (see the three readers)."""
+        return k.__class__ is ast.Attribute and k.value.__class__ is ast.Name and k.value.id != "self" and (
+            self._module_constant_one(k, fn) or self._field_default_one(k, fn) or self._built_field_one(k, fn))
 
     def _built_field_one(self, k: ast.Attribute, fn: Function) -> bool:
         """`cfg.grad_accum_iters` of a record a local factory builds (`return

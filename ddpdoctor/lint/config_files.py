@@ -771,15 +771,19 @@ def launch_values(script: Path, declared: dict, read: list) -> dict[str, object]
     # launch -m pkg.train` runs pkg/train.py): a command without either is not split into words
     # (its stem alone, `train`, is in every `--train_steps` of a launch folder)
     runs = _runs(script)
-    for launch, body in _launch_texts(script):
+    texts = list(_launch_texts(script))
+    for launch, body in texts:
         if not runs.search(body):
             continue
         if str(launch) not in read:
             read.append(str(launch))  # (one that launches the script: an edit is a cache miss)
         for command in _commands(body):
-            given = _options_after(command, name, declared) if runs.search(command) else None
-            if given is not None and len(launches) < MAX_LAUNCH_VALUES:
-                launches.append((bool(_MULTI_PROCESS.search(command)), given))
+            if not runs.search(command):
+                continue
+            for run in _forwarded(command, launch, texts, read):
+                given = _options_after(run, name, declared)
+                if given is not None and len(launches) < MAX_LAUNCH_VALUES:
+                    launches.append((bool(_MULTI_PROCESS.search(run)), given))
     # the lint judges the distributed run: where some launches start several processes
     # (`torch.distributed.launch --nproc_per_node=8 train.py --num_gpu 8`), a one-process
     # launch beside them (`python train.py`) says nothing of that run's options
@@ -792,6 +796,41 @@ def launch_values(script: Path, declared: dict, read: list) -> dict[str, object]
                           else Contested(frozenset(held)) for option, held in values.items()})
     found.count = len(launches)
     return found
+
+
+# the arguments a wrapper script hands on whole: `"$@"`, `$*`, `"${POSITIONAL[@]}"`
+_SPREAD = re.compile(r"\"?\$(?:@|\*|\{[A-Za-z_]\w*\[[@*]\]\})\"?")
+_COMMAND_END = frozenset({"|", ";", "&&", "||", "&", ">", ">>", "2>&1"})
+
+
+def _forwarded(command: str, launch: Path, texts: list, read: list) -> list[str]:
+    """The runs of the script a shell wrapper's command makes: where it hands the script the
+    wrapper's own arguments (`python train.py --out $DIR "${POSITIONAL[@]}"`), one per call of
+    the wrapper written in the launch texts (`bash run_training.sh --data-split confgf` in the
+    README), those arguments in place of the spread - the options the run is given. The command
+    itself where it spreads nothing, or where no text calls the wrapper."""
+    if launch.suffix != ".sh" or not _SPREAD.search(command):
+        return [command]
+    runs = []
+    for path, body in texts:
+        if launch.name not in body or path == launch:
+            continue
+        for outer in _commands(body):
+            words = outer.split()
+            at = next((i for i, w in enumerate(words) if w == launch.name or w.endswith("/" + launch.name)), None)
+            if at is None:
+                continue
+            handed = []
+            for word in words[at + 1:]:
+                if word in _COMMAND_END:
+                    break
+                handed.append(word)
+            runs.append(_SPREAD.sub(lambda _: " ".join(handed), command))
+            if str(path) not in read:
+                read.append(str(path))
+            if len(runs) >= MAX_LAUNCH_VALUES:
+                return runs
+    return runs or [command]
 
 
 def launch_exports(script: Path, read: list) -> dict[str, str]:

@@ -14,7 +14,7 @@ from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import reaching
 from ddpdoctor.lint.defaults import DIST_SWITCH, config_read, declared_off, off_at_launch, option_value, runs_once_at_launch, three_valued, unset_config_get
 from ddpdoctor.lint.nodes import blocks_around, parse_test as _test_of, walk
-from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_BUILT, DDP_FORWARD, SETUP_CALLS, fresh_model, fsdp_builder, plain_module, prepared_ddp, holds_no_ddp, dotted, grad_off_by, grad_switch, is_const, keyword, last_name,
+from ddpdoctor.lint.patterns import (DDP_BACKWARD, DDP_BUILT, DDP_FORWARD, SETUP_CALLS, fresh_model, fsdp_builder, one_process_side, plain_module, prepared_ddp, holds_no_ddp, dotted, grad_off_by, grad_switch, is_const, keyword, last_name,
                                      ddp_model, tests_around, text, through_grad_off, unwrapped_from)
 from ddpdoctor.lint.program import Event, Function, Guard, Klass, Program, explicit_self
 from ddpdoctor.lint.ranks import COMPARE_OPS, NEGATED_SWITCH, UNIFORM_NAME, _on_self
@@ -390,7 +390,30 @@ class BuilderCore:
                             if event.kind == "ref" and _called_partial(target, event.node):
                                 continue  # (`partial(f, k=v)` called in sight: the call is the way in)
                             self._callers.setdefault(target, []).append((fn, event))
+            self._constructor_hooks()
         return self._callers
+
+    def _constructor_hooks(self) -> None:
+        """A library dataset's constructor runs hooks of the subclass (PyG's `Dataset.__init__`
+        runs `download()` and `process()` where the files are missing, DGL's `DGLDataset` its
+        `process()` and `save()`): each is called where the subclass's `__init__` calls
+        `super().__init__(...)`, on whichever ranks build the dataset."""
+        for fn in self.functions:
+            if fn.cls is None or fn.parent is not None or fn.name not in _HOOK_NAMES or self._callers.get(fn):
+                continue
+            bases = self.program.library_bases(fn.cls)
+            if not any(fn.name in hooks and any(b.startswith(prefix) for b in bases)
+                       for prefix, hooks in CONSTRUCTOR_HOOKS):
+                continue
+            init = self.program.method(fn.cls, "__init__")
+            # (a statement of the constructor's own body: no test of its own around it)
+            for stmt in (init.node.body if init is not None and init.node is not None and init in self.functions else ()):
+                node = stmt.value if stmt.__class__ is ast.Expr else None
+                if node.__class__ is ast.Call and node.func.__class__ is ast.Attribute \
+                        and node.func.attr == "__init__" and node.func.value.__class__ is ast.Call \
+                        and last_name(node.func.value.func) == "super":
+                    self._callers.setdefault(fn, []).append(
+                        (init, Event("call", node, node.lineno, (), 0, targets=(fn,))))
 
     def switched_off(self, fn: Function, call: ast.Call) -> bool:
         """The call sits under a plain test no way into fn passes (`if not as_sets:` past the
@@ -1026,6 +1049,8 @@ class BuilderCore:
                     for value, scope in self.program.unpacked(sub.id, fn):
                         if self.mentions_rank(value, scope, depth - 1, strict, placed):
                             return True
+                    if not strict and self._rank_strided_item(sub, fn, depth - 1):
+                        return True
             if isinstance(sub, ast.Call):  # shard_for_this_rank(ds): what the local helper returns
                 targets, _ = self.program.resolve(sub.func, fn)
                 for target in targets:
@@ -1034,6 +1059,40 @@ class BuilderCore:
                     for ret in target.returned:
                         if self.mentions_rank(ret, target, depth - 1, strict, placed):
                             return True
+        return False
+
+    def _rank_strided_item(self, name: ast.Name, fn: Function, depth: int) -> bool:
+        """The name is the target of every loop of fn that binds it, each over this rank's
+        stride of the items (`for i in tqdm(np.arange(rank, len(items), world_size))`, `for x in
+        items[rank::world]`): an item no other rank holds, so a file named after it is this
+        rank's own. Not a count of a rank's shard (`range(len(shard))`: the same numbers on
+        every rank)."""
+        if fn.node is None or fn.bindings.get(name.id):
+            return False
+        loops = [n for n in fn.own if n.__class__ in (ast.For, ast.AsyncFor)
+                 and any(t.__class__ is ast.Name and t.id == name.id for t in walk(n.target))]
+        return bool(loops) and all(self._rank_stride(loop.iter, fn, depth, 2) for loop in loops)
+
+    def _rank_stride(self, value: ast.AST, fn: Function, depth: int, hops: int) -> bool:
+        """The value is a rank-strided selection: `range(rank, n, world)` (`np.arange` too) with
+        the rank for its start, or a slice `[rank::world]`, also through a name bound to one and
+        through a one-argument wrapper (`tqdm(...)`, `enumerate(...)`, a progress helper)."""
+        if value.__class__ is ast.Call:
+            name = last_name(value.func) or ""
+            if name in ("range", "arange") and len(value.args) >= 2:
+                return self.program.ranks.is_rank(value.args[0], fn)
+            if name not in ("len", "int", "sum", "min", "max", "abs") and len(value.args) == 1 and hops > 0:
+                return self._rank_stride(value.args[0], fn, depth, hops - 1)
+            return False
+        if value.__class__ is ast.Subscript and value.slice.__class__ is ast.Slice:
+            return value.slice.lower is not None and value.slice.step is not None and \
+                self.program.ranks.is_rank(value.slice.lower, fn)
+        if value.__class__ is ast.Name and hops > 0:
+            # (`else: indices = np.arange(len(items))` of the one-process run: no other rank)
+            held = [(v, scope) for v, scope in self.program.values_of(value, fn, 1)
+                    if not one_process_side(self.program, v, scope)]
+            return bool(held) and all(v is not value and self._rank_stride(v, scope, depth, hops - 1)
+                                      for v, scope in held)
         return False
 
     def _stored_items(self, read: ast.Subscript, fn: Function) -> list:
@@ -1220,6 +1279,13 @@ def guard_test(fn: Function, guard: Guard) -> Optional[ast.AST]:
 
 def loc(fn: Function, node: ast.AST) -> Location:
     return Location(fn.file.display, getattr(node, "lineno", None))
+
+
+# Library dataset bases whose constructor runs hooks the subclass defines: (module prefix, hooks).
+CONSTRUCTOR_HOOKS = (("torch_geometric.data.", ("download", "process")),
+                     ("torch_geometric.datasets.", ("download", "process")),
+                     ("dgl.data.", ("download", "process", "save")))
+_HOOK_NAMES = frozenset(h for _, hooks in CONSTRUCTOR_HOOKS for h in hooks)
 
 
 def _single_process(conds: tuple, switches: frozenset = frozenset(), ddp: bool = False) -> bool:

@@ -185,11 +185,11 @@ def _declared_in(source, helpers: frozenset = frozenset(), files: tuple = ()):
             # absl's `flags.DEFINE_integer("num_workers", 0, "...")`, read as `FLAGS.num_workers`
             yield node.args[0].value, [f"--{node.args[0].value}"], node.args[1], False, ""
             continue
-        if name not in ("add_argument", "add", "add_arg") or not node.args or \
+        if name not in ("add_argument", "add", "add_arg", "add_option") or not node.args or \
                 not isinstance(node.args[0], ast.Constant) or not isinstance(node.args[0].value, str):
             continue
         if name != "add_argument" and not node.args[0].value.startswith("-"):
-            continue  # (configargparse's `p.add("--debug", ...)`, its alias; not a set's `add("x")`)
+            continue  # (configargparse's `p.add("--debug", ...)`, its alias, and optparse's `add_option`; not a set's `add("x")`)
         flags = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
         dest = keyword(node, "dest")
         first = next((f for f in flags if f.startswith("--")), flags[0])

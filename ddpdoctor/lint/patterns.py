@@ -859,11 +859,11 @@ def loss_round_the_wrapper(program: Program, node: ast.AST, fn: Function) -> boo
     values = [v for v in _loss_values(program, node, fn) if v.__class__ is not ast.Constant]
     # (`if cfg.multi_gpu: loss = self.model.module.get_loss(x) else: loss = self.model.get_loss(x)`:
     # the `else:` is the one-process run's, with no wrapper to go round)
-    values = [v for v in values if not _one_process_side(program, v, fn)] or values
+    values = [v for v in values if not one_process_side(program, v, fn)] or values
     return bool(values) and all(_computed_round_the_wrapper(program, value, fn) for value in values)
 
 
-def _one_process_side(program: Program, node: ast.AST, fn: Function) -> bool:
+def one_process_side(program: Program, node: ast.AST, fn: Function) -> bool:
     """node sits on the side of an `if` in fn that only a one-process run takes: the `else:` of
     the distributed run's own test, or the body of its negation."""
     if fn.node is None or isinstance(fn.node, ast.Module):

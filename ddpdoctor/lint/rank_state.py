@@ -2844,7 +2844,7 @@ def _from_the_loop_batch(test: ast.AST, loop: ast.AST, shared: set[str]) -> Opti
     (_from_the_batch). Not a test on the counter enumerate adds, nor on a size alone."""
     if not isinstance(loop, (ast.For, ast.AsyncFor)) or not any(
             isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr in VALUE_REDUCTIONS
-            for c in walk(test)):
+            for c in walk(test)) and not _dimensions_tested(test):
         return None
     target = loop.target
     if isinstance(loop.iter, ast.Call) and last_name(loop.iter.func) == "enumerate" and \
@@ -2854,7 +2854,27 @@ def _from_the_loop_batch(test: ast.AST, loop: ast.AST, shared: set[str]) -> Opti
     sources, _, losses = _loop_dataflow(loop)
     if not losses or not batch:
         return None
-    return test if _ancestry(value_inputs(test), sources, shared) & batch else None
+    inputs = value_inputs(test) | _dimensions_of(test)
+    return test if _ancestry(inputs, sources, shared) & batch else None
+
+
+def _dimensions_of(test: ast.AST) -> frozenset:
+    """The names whose number of dimensions the test compares (value_inputs leaves shapes out)."""
+    if not _dimensions_tested(test):
+        return frozenset()
+    return frozenset(n.id for c in walk(test) if (c.__class__ is ast.Attribute and c.attr == "ndim") or
+                     (c.__class__ is ast.Call and c.func.__class__ is ast.Attribute and c.func.attr == "dim")
+                     for n in walk(c) if n.__class__ is ast.Name)
+
+
+def _dimensions_tested(test: ast.AST) -> bool:
+    """A comparison of a tensor's number of dimensions (`if not batch["pos_pairs"].ndim == 2:`,
+    `x.dim() < 2`): no batch size sets it, only what the items hold (an empty match collates
+    to fewer dimensions), so each rank's own items decide."""
+    return any(c.__class__ is ast.Compare and any(
+        (n.__class__ is ast.Attribute and n.attr == "ndim") or
+        (n.__class__ is ast.Call and n.func.__class__ is ast.Attribute and n.func.attr == "dim" and not n.args)
+        for part in (c.left, *c.comparators) for n in walk(part)) for c in walk(test))
 
 
 def _unwrapped_bool(test: ast.AST) -> ast.AST:

@@ -1856,7 +1856,9 @@ class RankFlow:
             return self.uniform(node.operand, fn)  # `not args.no_ddp`
         if isinstance(node, (ast.Name, ast.Attribute, ast.Call)):
             return self.uniform(node, fn) and not self.is_rank(node, fn) and not _negated_switch(node)
-        return _world_compared(node) in (("Gt", 1), ("GtE", 2), ("NotEq", 1))
+        # (`if "RANK" in os.environ:`: a launcher set the rank, torchvision's references' test)
+        return _world_compared(node) in (("Gt", 1), ("GtE", 2), ("NotEq", 1)) or \
+            self._launcher_variable(node, fn) is ast.In
 
     def one_process_run(self, node: ast.AST, fn: Function) -> bool:
         """The test holds only where the run is one process: a distributed_run test negated
@@ -1864,7 +1866,17 @@ class RankFlow:
         `dist.get_world_size() <= 1`, `< 2`)."""
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
             return self.distributed_run(node.operand, fn)
-        return _world_compared(node) in (("Eq", 1), ("LtE", 1), ("Lt", 2))
+        return _world_compared(node) in (("Eq", 1), ("LtE", 1), ("Lt", 2)) or \
+            self._launcher_variable(node, fn) is ast.NotIn
+
+    def _launcher_variable(self, node: ast.AST, fn: Function):
+        """ast.In for `"RANK" in os.environ` (a variable only a launcher sets: RANK, LOCAL_RANK,
+        WORLD_SIZE), ast.NotIn for its negation; None for any other test."""
+        if node.__class__ is ast.Compare and len(node.ops) == 1 and node.ops[0].__class__ in (ast.In, ast.NotIn) \
+                and node.left.__class__ is ast.Constant and node.left.value in ("RANK", "LOCAL_RANK", "WORLD_SIZE") \
+                and (self.program.qualify(node.comparators[0], fn) or text(node.comparators[0])) == "os.environ":
+            return node.ops[0].__class__
+        return None
 
     def _world_size_valued(self, name: ast.Name, fn: Function) -> bool:
         """Every value the name may hold here (bound, or unpacked from a local helper's return)

@@ -36,7 +36,7 @@ def gather(builder: Builder, ddp: bool) -> list[rank_state.RankLocalDecision]:
     env = _handler_env(handlers)
     if not written and not fields and not env:
         return []
-    found = []
+    found, decided = [], []
     getters = _getters(builder, written)
     for fn in builder.functions:
         if fn.node is None:
@@ -44,6 +44,9 @@ def gather(builder: Builder, ddp: bool) -> list[rank_state.RankLocalDecision]:
         top = isinstance(fn.node, ast.Module)  # there the module's own names are the flag
         mine = {name: handler for (module, name), handler in written.items() if module == id(fn.module)
                 and (top or (name not in fn.bindings and name not in fn.params))}
+        # (and one imported from the handler's module: `from .ddp_utils import EXIT`)
+        mine.update({name: handler for name, handler in _imported_flags(builder, fn.module, written).items()
+                     if top or (name not in fn.bindings and name not in fn.params)})
         # and a parameter every call hands the flag (`train_epoch(..., stop_event=_stop_event)`)
         mine.update(_handed(fn, written))
         held = _object_reads(builder, fn, fields) if fields else {}
@@ -72,11 +75,23 @@ def gather(builder: Builder, ddp: bool) -> list[rank_state.RankLocalDecision]:
             if effect is None:
                 continue
             handler, line = mine[read[0]]
+            decided.append((fn, stmt))
             found.append(rank_state.RankLocalDecision(
                 Location(fn.file.display, stmt.lineno), text(stmt.test), effect[0], read[0], "signal_state",
                 effect[1], Location(handler.file.display, line), handler.label,
                 "each rank sees the signal at its own step"))
-    return found
+    return [f for f, (fn, _) in zip(found, decided) if not _inside_another(builder, fn, decided)]
+
+
+def _inside_another(builder: Builder, fn: Function, decided: list) -> bool:
+    """Every call of fn sits in the block of another signal decision (`if EXIT.is_set(): ...;
+    requeue_job(); return`, requeue_job testing REQUEUE, which the same signal sets): a step of
+    that decision's way out, not a cause of its own."""
+    sites = builder.callers().get(fn, [])
+    return bool(sites) and all(
+        any(other is caller and other is not fn and stmt.lineno < event.line <= stmt.end_lineno
+            for other, stmt in decided)
+        for caller, event in sites)
 
 
 def _getters(builder: Builder, written: dict) -> dict[int, tuple[Function, int]]:
@@ -110,6 +125,22 @@ def _getter_calls(builder: Builder, fn: Function, getters: dict) -> dict[int, tu
                        for t in program.reference(value, scope)]
         if targets and all(id(t) in getters for t in targets):
             found[id(call)] = getters[id(targets[0])]
+    return found
+
+
+def _imported_flags(builder: Builder, module: Any, written: dict) -> dict:
+    """name -> the handler, for each name the module imports from another module of the program
+    whose handler sets it (`from .ddp_utils import EXIT`, the Event a SIGUSR1 handler there sets)."""
+    kept = module.__dict__.setdefault("_imported_signal_flags", {})
+    if id(written) in kept:
+        return kept[id(written)][1]
+    found = {}
+    for name, full in module.imports.items():
+        owner, _, attr = full.rpartition(".")
+        source = builder.program._module(owner) if owner else None
+        if source is not None and (id(source), attr) in written:
+            found[name] = written[(id(source), attr)]
+    kept[id(written)] = (written, found)  # (the dict itself kept: its id is never reused meanwhile)
     return found
 
 

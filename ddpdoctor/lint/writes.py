@@ -34,7 +34,38 @@ def rank_zero_first(builder: Builder, fn: Function, call: ast.Call) -> str:
             why = _ordering(builder, item.context_expr, fn)
             if why:
                 return why
-    return _built_first(builder, fn, call)
+    return _built_first(builder, fn, call) or _between_barriers(builder, fn, call)
+
+
+def _between_barriers(builder: Builder, fn: Function, call: ast.Call) -> str:
+    """The context manager written out around the call, in fn's own statements: `if not
+    is_local_master: barrier()` above it and `if is_local_master: barrier()` below it (Mega-NeRF's
+    dataset writing its chunks; neither `if` holds more than its barrier): rank 0 runs it while the
+    others wait, then they run it and find its files (a constructor that skips what exists)."""
+    program = builder.program
+    targets = program.resolve(call.func, fn)[0]
+    if not targets or not any(_SKIPS_WRITTEN.search(source_lines(t.file.lines, (t.cls or t).node)) for t in targets):
+        return ""
+    above = below = None
+    for stmt in fn.own:
+        if stmt.__class__ is not ast.If or stmt.orelse or not stmt.body or not all(_a_barrier(s) for s in stmt.body):
+            continue
+        test = program.ranks.guard(stmt.test, fn)
+        if test is None:
+            continue
+        if stmt.end_lineno < call.lineno and test.polarity == "nonzero":
+            above = stmt
+        elif stmt.lineno > call.end_lineno and test.polarity == "zero" and below is None:
+            below = stmt
+    if above is None or below is None:
+        return ""
+    return (f"between `if {text(above.test, 50)}: barrier()` at line {above.lineno} and `if {text(below.test, 50)}: "
+            f"barrier()` at line {below.lineno}: rank 0 writes first (a cache the others read)")
+
+
+def _a_barrier(stmt: ast.stmt) -> bool:
+    return stmt.__class__ is ast.Expr and stmt.value.__class__ is ast.Call and \
+        bool(_WAITS.search(last_name(stmt.value.func) or ""))
 
 
 def _built_first(builder: Builder, fn: Function, call: ast.Call) -> str:

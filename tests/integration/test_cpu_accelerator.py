@@ -9,7 +9,6 @@ import pytest
 from tests.helpers.probe_runner import REPO, probe
 
 from ddpdoctor.probe.records import telemetry as tm
-from ddpdoctor.probe.inrank import cpu_shim
 from ddpdoctor.probe.launch import launcher
 from ddpdoctor.probe.options import ProbeOptions
 from tests.helpers.ports import free_port
@@ -64,6 +63,8 @@ def test_accelerator_only_tutorial_script_trains_under_cpu_and_resumes_from_its_
     notes = "\n".join(cpu_notes(first))
     assert "torch.accelerator answers for the CPU as a 'cuda' accelerator" in notes
     assert f"{TUTORIAL}/multigpu_torchrun.py:" in notes
+    from ddpdoctor.probe.inrank import cpu_shim  # (imports torch: not at collection, in every worker)
+
     assert cpu_shim.UNCOVERED in first.report["notes"]  # the "Not covered" note, exactly
     assert snapshot.exists()
 

@@ -6,6 +6,7 @@ Read from the source (AST), so comments and docstrings may still mention them.""
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 from pathlib import Path
 
@@ -24,15 +25,15 @@ TORCH_NAMES = set(torch_names.COLLECTIVES + torch_names.SINGLE_TENSOR_FORMS + to
 MOST_SHARED = 4
 
 
+@functools.cache
 def _sources() -> dict[Path, ast.AST]:
+    """Every module's tree, parsed when a test first asks (3.6 CPU-s: not at collection, which
+    every xdist worker and the serial run repeat)."""
     found = {}
     for root in (REPO / "ddpdoctor", REPO / "checks"):
         for path in root.rglob("*.py"):
             found[path] = parsed(path)
     return found
-
-
-SOURCES = _sources()
 
 
 def _where(path: Path, node: ast.AST) -> str:
@@ -41,7 +42,7 @@ def _where(path: Path, node: ast.AST) -> str:
 
 def test_no_module_but_torch_names_spells_a_list_of_torch_collectives():
     copies = []
-    for path, tree in SOURCES.items():
+    for path, tree in _sources().items():
         if path == NAMES_HOME:
             continue
         for node in walked(path):
@@ -70,7 +71,7 @@ def _is_bus_factor(node: ast.AST) -> bool:
 
 def test_the_bus_factor_and_gb_are_computed_in_torch_names_only():
     found = []
-    for path, tree in SOURCES.items():
+    for path, tree in _sources().items():
         if path == NAMES_HOME:
             continue
         for node in walked(path):
@@ -84,7 +85,7 @@ def test_the_bus_factor_and_gb_are_computed_in_torch_names_only():
 
 
 def test_the_rendezvous_port_is_a_number_in_defaults_only():
-    found = [_where(path, node) for path, tree in SOURCES.items() if path != DEFAULTS_HOME
+    found = [_where(path, node) for path, tree in _sources().items() if path != DEFAULTS_HOME
              for node in walked(path) if isinstance(node, ast.Constant) and node.value == defaults.MASTER_PORT]
     assert found == []
 
