@@ -115,6 +115,13 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
         the sync flag is set (nanoGPT's `estimate_loss(model)` under `@torch.no_grad()`) prepares
         no backward and decides no sync, and a forward in an `if` side that leaves the pass
         (`if eval_only: ...; break`) is not in the pass that sets the flag.
+        A count handed down from a settings module's record (`from config import train_args`,
+        `train_args = TrainArgs()` of a dataclass declaring `gradient_accumulation_steps: int = 1`,
+        set nowhere) is 1 on every run; optparse's options (`add_option("--acc", dest="accum",
+        default=1)`) are read as argparse's. Loops resting on one assumed count (the option left at
+        its default 1 in each) are one finding, at the first loop's backward, the others named.
+        A top-level key of the dict a YAML reader returned (`config_args = load_hyperpyyaml(f)`,
+        then `% config_args["accu_steps"]`) is read off every config beside the script.
     Why it hurts:
         DDP all-reduces the gradients in every backward. With K micro-steps per optimizer
         step, K-1 of those all-reduces are thrown away: up to K times the communication per

@@ -188,6 +188,9 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         says; a Lightning Fabric model handed back by `fabric.setup(model, opt)` where every
         `Fabric(...)` of the file takes a DDP strategy (`strategy="ddp"`) is the DDP wrapper,
         as Accelerate's prepared model is.
+        A script whose every `accelerate launch` names a config with `distributed_type: MULTI_GPU`
+        runs DDP, whatever DeepSpeed helper its template keeps (`AcceleratorState().deepspeed_plugin`):
+        `save_state()` on the main process is its alone there.
 
     Why it hurts:
         A collective completes only when every rank of the group enters it. The ranks

@@ -75,6 +75,9 @@ def forward_round_the_wrapper(facts: LintFacts) -> list[Problem] | Skipped:
         and a program that averages gradients by hand
         (`dist.all_reduce(p.grad)`, a library's `allreduce_grads(params)`).
         The finding points at the backward, and names the forward and the wrapper.
+        `self._train_epoch()` in a base's method runs the override of the subclass the script
+        builds (the base built nowhere, named only in its subclasses' lines and `super(Base, self)`):
+        the base's own method is not judged.
 
     Why it hurts:
         DDP prepares its reducer in the wrapper's forward; the backward that follows is what

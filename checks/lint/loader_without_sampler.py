@@ -154,6 +154,10 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
         loader over offsets (`DataLoader(range(...), collate_fn=self.get_batch)`) whose
         collate_fn reads an object that keeps one rank's share of the data (`data =
         parts[rank]` in its constructor, Transformer-XL's ordered iterator) is sharded.
+        A loader bound through a wrapper (`val_loader = cycle(DataLoader(val_ds, ...))`) is known by
+        that name, and a batch drawn under `with torch.no_grad():` in the training loop trains nothing.
+        A helper called only on the `else:` of the very test the process group is set up under (`if
+        args.dist and not args.only_test:`) builds the one-process run's loader.
     Why it hurts:
         Every rank iterates the whole dataset. Seeded alike, the ranks draw the same
         batches: N GPUs do the work of one, and an epoch takes N times longer than it should

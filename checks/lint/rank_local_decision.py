@@ -163,6 +163,16 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
         / `!=` (`or total_step == num_batch`, `and step != 0`) meets and misses its value on
         some pass of any run: no assumption, so a state only rank 0 sets under such a test is
         proven rank-only (an error).
+        A signal flag imported from the module whose handler sets it (`from .ddp_utils import
+        EXIT`) is read as the handler's own; a decision on such a flag inside a helper called only
+        from the block of another one (`if EXIT.is_set(): ...; requeue(); return`, requeue()
+        testing REQUEUE, which the same signal sets) is that decision's way out, not a second
+        finding. A skip on the number of a batch field's dimensions (`if not
+        batch["pairs"].ndim == 2: continue`, an empty match collated to fewer) is each rank's own
+        items deciding, as a value test is; a test on the batch's size alone is not.
+        A decision inside the block of another in the same function (`if np.isnan(loss.item()):
+        nan += 1; if nan > 100: raise ... else: continue`) is a step of the outer one's way out:
+        one finding, at the outer test.
     Why it hurts:
         The ranks take different branches: rank 0 leaves the loop while the others enter the
         next epoch's forward and wait in its all-reduce for a rank that never comes - a hang

@@ -130,6 +130,21 @@ def save_on_every_rank(facts: LintFacts) -> list[Problem] | Skipped:
         through the functions that take the config, names each rank's own files. A checkpoint's
         `map_location` only places the loaded tensors: an epoch read back from it is every
         rank's.
+        A file named after an item of the rank's own stride (`for i in np.arange(rank, n, world):
+        torch.save(m, f"psnr-{i}.pt")`, or `items[rank::world]`; the one-process side of `if
+        "RANK" in os.environ:` walking every item) is each rank's own; not a count of the rank's
+        shard (`range(len(shard))`, the same numbers on every rank). A build written out between
+        barriers (`if not is_master: dist.barrier()` above it, `if is_master: dist.barrier()`
+        below it) of a class that skips what exists is rank 0 first, as `with main_first():` is.
+        A library dataset's constructor runs the subclass's hooks (PyG's `InMemoryDataset` its
+        `download()` and `process()`, DGL's `DGLDataset` its `process()` and `save()`) where the
+        subclass's `__init__` calls `super().__init__(...)`: their writes are a cache every rank
+        that builds the dataset writes.
+        A feature extractor's `save_pretrained` is told by the class the name holds too
+        (`extractor = WhisperFeatureExtractor.from_pretrained(name)`): a side file, not reported.
+        A main-process flag bound on the side of `if args.use_accelerate:` that builds the
+        Accelerator (`is_main = accelerator.is_main_process`, `else: is_main = True`) is the
+        main process's test on the run that turns the switch on, off by default or not.
 
     Why it hurts:
         Every rank writes the same file at the same time. On a shared filesystem the writes

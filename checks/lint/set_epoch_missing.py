@@ -75,6 +75,11 @@ def set_epoch_missing(facts: LintFacts) -> list[Problem] | Skipped:
         attribute of the DataLoader, which the sampler never reads: no set_epoch. A loader built by
         a class a registry kept as a class attribute hands out (`Factory.builders[name].build(args)`,
         `builders: Dict[str, Any] = {...}` in the class body) is followed like any other.
+        A loader handed once to a function the epoch loop calls with another loader (`self.train(
+        warmup_loader)` before `for epoch: train_loader.sampler.set_epoch(epoch); self.train(train_loader)`)
+        is read one pass, and an evaluation loader built inline as its loop's iterable (`for perm in
+        DataLoader(edges, bs, sampler=DistributedSampler(edges)):` in a test() run each epoch) reads
+        every item whatever the order: neither is reported.
 
     Why it hurts:
         DistributedSampler shuffles with the seed `seed + epoch`. Without set_epoch the

@@ -114,6 +114,8 @@ def worker_seeds_without_rank(facts: LintFacts) -> list[Problem] | Skipped:
         augmentation; a seeding in a private method no code calls (or only such methods call)
         never runs. One seeding shared by several loaders is told at a loader with a
         DistributedSampler first.
+        Workers every launch written beside the script gives 0 (`--dataloader_num_workers=0`), or
+        leaves at a declared 0, are no workers.
     Why it hurts:
         The ranks read different samples, but worker k of every rank draws the same random
         numbers: the k-th sample of every rank gets the same crop, flip and noise. Nothing

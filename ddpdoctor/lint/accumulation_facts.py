@@ -300,6 +300,8 @@ class AccumulationFacts:
             return True  # `(i + 1) % 1 == 0` (an option at 1 is not: a launch may raise it, said as the assumption)
         if isinstance(k, ast.Attribute) and config_settles(k, self.program) == {1}:
             return True  # `i % cfg.optimizer.step == 0` with `step: 1` in every config beside the script
+        if k.__class__ is ast.Subscript and config_read(k, self.program, fn) == {1}:
+            return True  # `config_args["accu_steps"]` of the dict a YAML reader returned, 1 in every config
         if isinstance(k, ast.Attribute) and isinstance(k.value, ast.Name) and _sub_config(k.value.id, fn) and \
                 not _assigned(k.attr, self.program) and self._section_key(k, fn) and \
                 not _declared_field(k.attr, self.program) and self.program.config_key_anywhere(k.attr) == {1}:

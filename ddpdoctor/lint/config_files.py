@@ -62,6 +62,14 @@ def engine_launched(script: Path, read: list) -> Optional[str]:
     return each[0] if each and len(set(each)) == 1 and each[0] in ("DeepSpeed", "FSDP") else None
 
 
+def launched_plain(script: Path, read: list) -> bool:
+    """Every `accelerate launch` written beside the script names a config that picks neither
+    DeepSpeed nor FSDP (`distributed_type: MULTI_GPU`); False where there is none, or one names
+    no readable config."""
+    each = _launch_engines(script, read)
+    return bool(each) and all(kind is not None and kind not in ("DeepSpeed", "FSDP") for kind in each)
+
+
 def engines_named(script: Path, read: list) -> set[str]:
     """The engines ("DeepSpeed" / "FSDP") the Accelerate launches written beside the script name,
     each launch by its config or flag (`accelerate launch --config_file ../configs/fsdp.yaml`):

@@ -563,7 +563,8 @@ def _loop_config_leaf(part: ast.AST, program: Program, fn) -> Optional[bool]:
 
 
 # what reads a YAML config file into a dict (the lists config_values reads are YAML's)
-_YAML_READERS = ("yaml.safe_load", "yaml.load", "yaml.full_load", "omegaconf.OmegaConf.load")
+_YAML_READERS = ("yaml.safe_load", "yaml.load", "yaml.full_load", "omegaconf.OmegaConf.load",
+                 "hyperpyyaml.load_hyperpyyaml")  # (SpeechBrain's, the YAML with its own tags)
 
 
 def loaded_config_truth(test: ast.AST, program: Program, fn) -> Optional[bool]:
@@ -1068,6 +1069,15 @@ def config_read(value: ast.AST, program: Program, fn) -> Optional[set]:
     found = config_settles(value, program)
     if found is not None:
         return found
+    if value.__class__ is ast.Subscript and value.slice.__class__ is ast.Constant and isinstance(value.slice.value, str) \
+            and value.value.__class__ is ast.Name and not _assigned(value.slice.value, program) \
+            and value.slice.value not in _keys_set_in_code(program):
+        # `config_args["accu_steps"]` of `config_args = load_hyperpyyaml(f)`: a top-level key of
+        # the dict the YAML was read into, 1 in every config beside the script
+        loads = program.values_of(value.value, fn, 1)
+        if loads and all(_yaml_loaded(v, scope, program, _LOADER_DEPTH) for v, scope in loads):
+            held = program.config_file_values((value.slice.value,))
+            return set(held) if held else None
     root = value
     while root.__class__ in (ast.Subscript, ast.Attribute):
         root = root.value

@@ -1192,8 +1192,11 @@ class BuilderCore:
 
     def bound_name(self, fn: Function, call: ast.Call) -> str:
         for node in fn.own_of(ast.Assign, ast.AnnAssign, ast.keyword, ast.Return):
-            if isinstance(node, (ast.Assign, ast.AnnAssign)) and (node.value is call or (
-                    node.value.__class__ is ast.ListComp and node.value.elt is call)):
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and (node.value is call or (
+                    node.value.__class__ is ast.ListComp and node.value.elt is call) or (
+                    # (`val_loader = cycle(DataLoader(val_ds, ...))`: the one thing the wrapper is handed)
+                    node.value.__class__ is ast.Call and len(node.value.args) == 1 and node.value.args[0] is call
+                    and not node.value.keywords)):
                 # (`loaders = [DataLoader(ds, ...) for ds in sets]`: each is known by the list's name)
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 return last_name(targets[0]) or ""

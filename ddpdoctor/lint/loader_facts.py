@@ -561,7 +561,8 @@ class LoaderFacts:
                 or self._replaced_when_distributed(fn, call) or self._counts_apart(fn, call)
                 or self._where_no_group(fn, call) or bool(self.in_another_command(fn)) or self.one_process_pick(fn)
                 or self._instances_single_process(fn) or self.apart_from_siblings(fn)
-                or self.apart_from_setups(fn, fn.__dict__.get("_call_conds", {}).get(id(call), ())),
+                or self.apart_from_setups(fn, fn.__dict__.get("_call_conds", {}).get(id(call), ()))
+                or self._called_one_process_only(fn),
                 iterated=bool(name) and self._iterated_alone(name),
                 unread=bool(name) and self._unread(fn, name, call),
                 other_branch_distributed=self._other_branch_distributed(fn, call),
@@ -1116,6 +1117,12 @@ class LoaderFacts:
                 # train_done: next(test_enum)`, evaluation batches between training steps)
                 aside = {id(c) for inner in walk(node) if inner is not node and inner.__class__ in (
                     ast.For, ast.While, ast.AsyncFor) and not any(
+                        isinstance(b, ast.Call) and self._runs_backward(b, fn) for b in walk(inner))
+                    for c in walk(inner) if c.__class__ is ast.Call}
+                # (nor under `with torch.no_grad():` in the loop, a validation batch drawn every few
+                # steps: `loss = model(next(val_loader))` there back-propagates nothing)
+                aside |= {id(c) for inner in walk(node) if inner.__class__ is ast.With and any(
+                    _grad_context(self.program, item.context_expr, fn) for item in inner.items) and not any(
                         isinstance(b, ast.Call) and self._runs_backward(b, fn) for b in walk(inner))
                     for c in walk(inner) if c.__class__ is ast.Call}
                 for c in (c for stmt in node.body for c in walk(stmt)):
@@ -2036,6 +2043,35 @@ class LoaderFacts:
             _single_process(self._switch_ever_on(scope, scope.__dict__.get("_call_conds", {}).get(id(v), ())),
                             switches, ddp) for v, scope in built)
 
+    def _called_one_process_only(self, fn: Function) -> bool:
+        """Every call of the helper sits on the side of an `if` only a one-process run takes (the
+        `else:` of `if self.args.dist and not self.args.only_test:`, the test the group is set up
+        under: MEAformer's `_dataloader`, beside `_dataloader_dist`)."""
+        if fn.node is None or isinstance(fn.node, ast.Module):
+            return False
+        sites = self.callers().get(fn, [])
+        return bool(sites) and all(event.kind == "call" and self._off_the_setup_switch(caller, event.node)
+                                   for caller, event in sites)
+
+    def _off_the_setup_switch(self, fn: Function, node: ast.AST) -> bool:
+        """node sits in the `else:` of a test made of the very flags the process group is set up
+        under (each plain part one of the set-up test's flags, each `not` part one it negates)."""
+        ranks = self.program.ranks
+        plain, negated = ranks.init_switch_parts, ranks.init_switch_negated
+        if not plain or fn.node is None or isinstance(fn.node, ast.Module):
+            return False
+        for _, _, owner, field in reaching._path_to(fn.node, node) or ():
+            if owner.__class__ is not ast.If or field != "orelse":
+                continue
+            parts = owner.test.values if owner.test.__class__ is ast.BoolOp and owner.test.op.__class__ is ast.And \
+                else [owner.test]
+            flags = [(last_name(p.operand) or "", True) if p.__class__ is ast.UnaryOp and p.op.__class__ is ast.Not
+                     else (last_name(p) or "", False) for p in parts]
+            if all(n for n, _ in flags) and any(not neg for _, neg in flags) and \
+                    all((n in negated) if neg else (n in plain) for n, neg in flags):
+                return True
+        return False
+
     def _where_no_group(self, fn: Function, call: ast.Call) -> bool:
         """Built under `not is_dist()` (the `else:` of `if is_dist():`), a local helper that
         returns `dist.is_initialized()`: no process group there, so no rank to shard for."""
@@ -2746,6 +2782,12 @@ class LoaderFacts:
                 # one built in a loop over evaluation sets (`test_sampler` per benchmark) by a
                 # function that runs once
                 across = False
+            if across and feeds is not None and feeds.evaluation and not feeds.trains and not feeds.name \
+                    and _iterated_inline(fn, loader_at):
+                # `for perm in DataLoader(edges, bs, sampler=DistributedSampler(edges)):` in an
+                # evaluation (kubeflow-GNN's test()): a pass that reads every item, built afresh
+                # each call, named nowhere - whatever order it reads them in
+                across = False
             if across and feeds is not None and not feeds.trains and feeds.name and not TRAIN_NAME.search(feeds.name) and \
                     any(f.trains for f in loaders if f is not feeds) and \
                     not any(self._trains(fn, n, call=call) for n in names) and self._read_without_backward(names):
@@ -2898,10 +2940,11 @@ class LoaderFacts:
         return bool(sites) and all(event.kind == "call" and isinstance(event.node, ast.Call)
                                    and ruled_out(fn, call, event.node, program=self.program) for event in sites)
 
-    def _arguments(self, fn: Function, param: str, depth: int = 3) -> set[str]:
+    def _arguments(self, fn: Function, param: str, depth: int = 3, looped: bool = False) -> set[str]:
         """The names fn's callers pass for its parameter `param`; where a caller passes a
         parameter of its own as it is (`train(model, train_loader)` -> `train_one_epoch(model,
-        train_loader)`), what its callers pass, a few levels up."""
+        train_loader)`), what its callers pass, a few levels up. looped: only the calls that run
+        more than once (in a loop of the caller, or in a caller that runs in one)."""
         node = fn.node
         positional = [a.arg for a in node.args.posonlyargs + node.args.args]
         offset = 1 if fn.cls is not None and positional[:1] in (["self"], ["cls"]) else 0
@@ -2910,6 +2953,8 @@ class LoaderFacts:
         for caller, event in self.callers().get(fn, []):
             call = event.node
             if not isinstance(call, ast.Call):
+                continue
+            if looped and not ((event.loops > 0 and not self._loops_run_once(caller, call)) or self.in_loop(caller)):
                 continue
             value = keyword(call, param)
             if value is None and 0 <= index < len(call.args):
@@ -3213,17 +3258,29 @@ class LoaderFacts:
                     names = {last_name(n) for n in walk(node.iter) if isinstance(n, (ast.Name, ast.Attribute))}
                     # (not inside epoch loops that the options, as launched, run once: `for
                     # epoch in range(1, args.epochs + 1):` with --epochs defaulting to 1)
-                    again = (depth > 0 and not all(runs_once_at_launch(outer, self.program)
+                    inside = depth > 0 and not all(runs_once_at_launch(outer, self.program)
                                                    for outer, _ in loops if outer is not node
-                                                   and outer.lineno <= node.lineno <= outer.end_lineno)) \
-                        or self.in_loop(fn)
-                    names |= {last_name(n) for n in _held(self.program, node.iter, fn)}
+                                                   and outer.lineno <= node.lineno <= outer.end_lineno)
+                    again = inside or self.in_loop(fn)
+                    held = {last_name(n) for n in _held(self.program, node.iter, fn)}
+                    params = {n.id for n in walk(node.iter) if n.__class__ is ast.Name and n.id in fn.params}
+                    if params and not inside:
+                        # (fn called in a loop reads again only what the calls in a loop hand it:
+                        # `self.train(warmup_loader)` once before `for epoch: self.train(loader)`)
+                        handed = [(self._arguments(fn, p), self._arguments(fn, p, looped=True)) for p in params]
+                        held -= set().union(*(every - looped for every, looped in handed))
+                    names |= held
                     names |= self._iterated_through(node.iter, fn)
                     for name in filter(None, names):
                         out[name] = out.get(name, False) or again
                         if again and name in fn.params:  # `def endless(src): while True: for b in src`
-                            for arg in self._arguments(fn, name):
+                            # (read once a call, fn called in a loop: the loaders the calls made
+                            # in a loop hand it, not a warm-up's handed once before the loop)
+                            for arg in self._arguments(fn, name, looped=not inside):
                                 out[arg] = True
+                            if not inside:
+                                for arg in self._arguments(fn, name):
+                                    out.setdefault(arg, False)  # (read, once: one pass of its own)
                 # `it = iter(loader)` again inside a `while` (StopIteration: a new epoch), or
                 # `while True: yield from loader` (an endless generator: DiffuSeq, StyleSwin);
                 # `it = enumerate(loader)` made again too, not a loop's own `for i, b in enumerate(loader):`
@@ -4015,6 +4072,19 @@ def _another_sampler_here(program, receiver: ast.AST, fn: Function, sampler: ast
             if not is_const(side, None)]
     return bool(mine) and all(v.__class__ is ast.Call and last_name(v.func) == "DistributedSampler" for v in mine) \
         and not any(v is sampler for v in mine)
+
+
+def _iterated_inline(fn: Function, at: Location) -> bool:
+    """The loader at `at` is built in fn as a `for` loop's iterable itself (or inside the
+    `enumerate(...)` / `tqdm(...)` round it): named nowhere, read by that loop alone."""
+    for loop in fn.own_of(ast.For, ast.AsyncFor):
+        iterable = loop.iter
+        while iterable.__class__ is ast.Call and len(iterable.args) >= 1 and \
+                last_name(iterable.func) in ("enumerate", "tqdm", "iter"):
+            iterable = iterable.args[0]
+        if iterable.__class__ is ast.Call and iterable.lineno == at.line:
+            return True
+    return False
 
 
 def _one_batch_of_a_fresh_loader(fn: Function, name: str) -> bool:

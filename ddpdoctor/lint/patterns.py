@@ -15,7 +15,7 @@ from typing import Any, Optional
 
 from ddpdoctor.core import torch_names as names
 from ddpdoctor.lint import reaching
-from ddpdoctor.lint.config_files import engine_launched, engines_named, launch_engine_only, launch_engines, launched_zero_stage
+from ddpdoctor.lint.config_files import engine_launched, engines_named, launch_engine_only, launch_engines, launched_plain, launched_zero_stage
 from ddpdoctor.lint.nodes import children, param_defaults, walk
 from ddpdoctor.lint.receivers import _unpacked_from
 
@@ -349,7 +349,7 @@ def save_call(program: Program, call: ast.Call, fn: Function) -> Optional[str]:
         return full.rsplit(".", 2)[-2] + "." + full.rsplit(".", 1)[-1]
     if isinstance(call.func, ast.Attribute) and call.func.attr == "save_pretrained" and \
             not (_GATED_SAVE & _given_keywords(program, call, fn)) and not program.resolve(call.func, fn)[0] \
-            and not _SIDE_FILES.search(_saved_name(call.func.value)):
+            and not _SIDE_FILES.search(_saved_name(call.func.value)) and not _side_object(program, call.func.value, fn):
         return f"{text(call.func.value, 40)}.save_pretrained"
     if isinstance(call.func, ast.Attribute) and call.func.attr == "save_to_folder" and \
             not program.resolve(call.func, fn)[0]:
@@ -357,6 +357,16 @@ def save_call(program: Program, call: ast.Call, fn: Function) -> Optional[str]:
         # the extras) into the folder on every process that calls it (DAC and the codecs built on it)
         return f"{text(call.func.value, 40)}.save_to_folder"
     return None
+
+
+def _side_object(program: Program, receiver: ast.AST, fn: Function) -> bool:
+    """The name holds what a side-file class loads, on every way it is bound (`extractor =
+    WhisperFeatureExtractor.from_pretrained(name)`): a few small files, as _SIDE_FILES."""
+    if receiver.__class__ is not ast.Name:
+        return False
+    held = program.values_of(receiver, fn, 1)
+    return bool(held) and all(v is not receiver and v.__class__ is ast.Call and _SIDE_FILES.search(_saved_name(v))
+                              for v, _ in held)
 
 
 def _saved_name(receiver: ast.AST) -> str:
@@ -370,7 +380,7 @@ def _saved_name(receiver: ast.AST) -> str:
 
 # What a tokenizer, processor or config writes: a few small text files of the same content
 # from every rank (labelled optional every time reviewers met one), not the model's state.
-_SIDE_FILES = re.compile(r"token|processor|feature_extractor|config$|^tok$", re.IGNORECASE)
+_SIDE_FILES = re.compile(r"token|processor|feature_?extractor|config$|^tok$", re.IGNORECASE)
 
 
 # The keywords that make save_pretrained write from one process. (`save_function=accelerator.save`
@@ -2196,6 +2206,11 @@ def sharded_engine(program: Program) -> str:
                     elif "fsdp" in lowered or "fullyshardeddataparallel" in lowered:
                         words.add("FSDP")  # (also the plugin by its full name: FullyShardedDataParallelPlugin)
         script = next((f for f in program.files if not f.module), None)
+        if words and script is not None and program.uses("accelerate") and \
+                launched_plain(script.path, script.hydra_configs):
+            # (diffusers' template asks `AcceleratorState().deepspeed_plugin` for its zero-3
+            # context; every launch written beside the script names a MULTI_GPU config: DDP runs)
+            words = set()
         if not words and script is not None and program.uses("accelerate"):
             # `accelerate launch --config_file configs/gpu.yaml` with `distributed_type: DEEPSPEED`
             words |= launch_engines(script.path, script.hydra_configs)

@@ -720,8 +720,8 @@ def _workers(program, workers: ast.AST, fn: Function, defaults: dict) -> Optiona
                 value.id, scope.node, program.files, scope.cls.name if scope.name == "__init__" and scope.cls else None):
             continue  # `def get_loaders(rank, n, num_workers=0)`, every call leaving it out
         if isinstance(value, ast.Attribute) and defaults.get(value.attr, 1) == 0:
-            if not program.left_by_every_launch(value.attr):
-                options.append(value.attr)  # (the launches written beside the script all leave it: 0)
+            if not program.launched_at(value.attr, 0):
+                options.append(value.attr)  # (the launches written beside the script all leave it or give 0)
             continue
         return ""
     if options:

@@ -613,6 +613,22 @@ class Program:
                         if func.__class__ is ast.Attribute and func.value.__class__ is ast.Call and \
                                 func.value.func.__class__ is ast.Name and func.value.func.id == "super":
                             built = None  # `super().__init__(...)`: the subclass's instance, live already
+                    elif built is not None and event.kind == "call" and event.node.__class__ is ast.Call and \
+                            event.node.func.__class__ is ast.Attribute and built not in live:
+                        # `trainer.pretrain(...)` of a base's method on an instance of a subclass
+                        # (`trainer = DDPMISSRecPretrainTrainer(...)`): the subclass is what exists,
+                        # its own methods replacing the base's
+                        receiver = event.node.func.value
+                        if receiver.__class__ is ast.Name and receiver.id == "self":
+                            # (`self._build()` in the base's own method, where only subclasses
+                            # are built: an instance of one of those, live already)
+                            if built not in self.built_classes and any(
+                                    k in self.built_classes for k in self._descendants(built)):
+                                built = None
+                        else:
+                            held = self.class_of(receiver, fn)
+                            if held is not None and held is not built and self._derives(held, built):
+                                built = held
                     if built is not None and built not in live and \
                             (target.name == "__init__" or (event.kind == "call"
                                                            and id(target) not in self._override_targets)):
@@ -700,8 +716,8 @@ class Program:
         for node in nodes:
             cls = node.__class__  # exact classes in a parsed tree: a test per node, not isinstance
             if cls is ast.Call:
-                if last_name(node.func) in ("isinstance", "issubclass", "cast"):
-                    continue
+                if last_name(node.func) in ("isinstance", "issubclass", "cast", "super"):
+                    continue  # (`super(Base, self)`: the subclass's instance, no Base built)
                 handed = [node.func, *node.args, *(kw.value for kw in node.keywords)]
             elif (cls is ast.Assign or cls is ast.Return) and node.value is not None:
                 handed = [node.value]
@@ -1870,6 +1886,55 @@ class Program:
         self._override_targets.update(id(f) for f in out)
         return out
 
+    def _shadowed(self, klass: Klass, attr: str, caller: str, found: Function) -> Optional[list[Function]]:
+        """What `self.attr()` in klass's method `caller` runs where klass is never built itself
+        (nor named beyond its subclasses' lines) and every subclass the program builds by name
+        replaces `attr` (MISSRec's DDPPretrainTrainer.pretrain calling `self._train_epoch`, only
+        its subclass built, with an `_train_epoch` of its own): those replacements, not klass's
+        own. None where an instance may run klass's own method. Answered once per (klass, attr,
+        caller): each `self.x()` of every reached method asks."""
+        memo = self.__dict__.setdefault("_shadowed_memo", {})
+        key = (id(klass), attr, caller, id(self._children()))
+        if key not in memo:
+            memo[key] = self._shadowed_now(klass, attr, caller, found)
+        return memo[key]
+
+    def _shadowed_now(self, klass: Klass, attr: str, caller: str, found: Function) -> Optional[list[Function]]:
+        built = self.__dict__.get("_built_names")
+        if built is None:
+            built = self.__dict__["_built_names"] = {last_name(c.func) for f in self.functions for c in f.own_calls}
+        if not self._only_subclassed(klass, built):
+            return None
+        own_caller = self.method(klass, caller)
+        runs = []
+        for sub in self._descendants(klass):
+            if sub.name not in built or self.method(sub, caller) is not own_caller:
+                continue  # (not built, or its own `caller` runs instead of this call)
+            replaced = self.method(sub, attr)
+            if replaced is None or replaced is found:
+                return None
+            runs.append(replaced)
+        return list(dict.fromkeys(runs)) or None
+
+    def _only_subclassed(self, klass: Klass, built: set) -> bool:
+        """klass has subclasses, is built nowhere by name, and is named nowhere beyond its own
+        `class` line, its subclasses' base lists and `super(Klass, self)` calls (a registry, a
+        config, an isinstance test would say an instance of it may exist). Once per class."""
+        memo = self.__dict__.setdefault("_only_subclassed_memo", {})
+        key = (id(klass), id(self._children()))
+        if key not in memo:
+            subs = self._children().get(klass, ())
+            named = self.name_counts()[klass.name]
+            found = bool(subs) and klass.name not in built
+            if found and named > 1 + len(subs):
+                # (its own `super(Base, self).__init__()` and its subclasses' name it too)
+                called = re.compile(rf"\bsuper\(\s*{re.escape(klass.name)}\b")
+                supers = sum(len(called.findall("\n".join(k.file.lines[k.node.lineno - 1:k.node.end_lineno])))
+                             for k in (klass, *subs))
+                found = named <= 1 + len(subs) + supers
+            memo[key] = found
+        return memo[key]
+
     def _named_below(self, klass: Klass, built: set, children: dict) -> bool:
         """_named_below_now, worked out once per class (each `self.hook()` of a base asks it)."""
         memo = self.__dict__.setdefault("_named_below_memo", {})
@@ -2619,7 +2684,8 @@ class Program:
                 if found is not None:
                     if _stub(found.node):  # a template method's hook: what the subclasses put there runs
                         return [found, *self._overrides(klass, attr, fn.name)], []
-                    return [found], []
+                    shadowed = self._shadowed(klass, attr, fn.name, found)
+                    return (shadowed or [found]), []
                 inner = self.class_of(func, fn)
                 if inner is not None:
                     call = self.method(inner, "__call__")
@@ -3642,6 +3708,19 @@ class Program:
         return bool(getattr(launched, "count", 0)) and option not in launched and \
             option not in self.__dict__.get("_parameter_values", {})
 
+    def launched_at(self, option: str, value: object) -> bool:
+        """Launches are written beside the script, and each gives the option `value` or leaves it
+        at its declared default, which is `value` (`--dataloader_num_workers=0` in one, nothing in
+        another, declared 0): every run as launched holds it."""
+        self.option_defaults()
+        launched = self.__dict__.get("_launched_values")
+        if not getattr(launched, "count", 0) or option in self.__dict__.get("_parameter_values", {}):
+            return False
+        declared = self.__dict__.get("_declared_defaults", {}).get(option, UNKNOWN_VALUE)
+        held = launched.get(option, LEFT_OUT)
+        return all((declared if v is LEFT_OUT else v) == value and v is not UNKNOWN_VALUE
+                   for v in (held if isinstance(held, Contested) else (held,)))
+
     def option_defaults(self) -> dict[str, object]:
         """The command-line options' values on the run as launched: the defaults the program's
         files declare (lint/options.py), and over them what the launches written beside the
@@ -3725,16 +3804,17 @@ class Program:
         the name is read as a value somewhere (`callbacks=[on_step]`, `fn = create_attack`), or
         a module not read yet mentions it. Asked of a parameter every call hands a known value
         (defaults.handed_truth)."""
-        values = self.__dict__.get("_value_names")
-        if values is None:
-            values = set()
-            for source in self.files:
-                called = {id(n.func) for n in source.of(ast.Call)}
-                values.update(n.id for n in source.of(ast.Name) if n.ctx.__class__ is ast.Load and id(n) not in called)
-                values.update(n.attr for n in source.of(ast.Attribute) if n.ctx.__class__ is ast.Load
-                              and id(n) not in called)
-            self.__dict__["_value_names"] = values
-        return name in values or any(name in (s.text or "") for s in self._waiting.values())
+        # (the names grow with the files the program reads: each file read once, as it comes)
+        seen, values = self.__dict__.setdefault("_value_names", (set(), set()))
+        for source in self.files:
+            if id(source) in seen:
+                continue
+            seen.add(id(source))
+            called = {id(n.func) for n in source.of(ast.Call)}
+            values.update(n.id for n in source.of(ast.Name) if n.ctx.__class__ is ast.Load and id(n) not in called)
+            values.update(n.attr for n in source.of(ast.Attribute) if n.ctx.__class__ is ast.Load
+                          and id(n) not in called)
+        return name in values or any(name in _identifiers(s) for s in self._waiting.values())
 
     def launched_environment(self) -> dict[str, str]:
         """The environment variables every shell launch of the script exports to one literal
@@ -4485,6 +4565,15 @@ def _console_entry(module: Module) -> Optional[Function]:
     `pkg.cli:main`); its `main` is what the command runs, so the lint starts there too."""
     main = module.functions.get("main")
     return None if main is None or top_level_runs(module.file.tree) else main
+
+
+def _identifiers(source: SourceFile) -> frozenset:
+    """The identifiers a module's text spells, read once (asked for each name a factory's
+    parameter test is settled on, over every module not read yet)."""
+    found = source.__dict__.get("_identifiers")
+    if found is None:
+        found = source.__dict__["_identifiers"] = frozenset(_words(source.text or ""))
+    return found
 
 
 def _imported_entries(module: Module) -> list[Function]:

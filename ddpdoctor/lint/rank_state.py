@@ -110,6 +110,8 @@ def gather(builder: Builder, ddp: bool) -> list[RankLocalDecision]:
             at = {s.lineno: s for s in fn.own_of(ast.If, ast.While)}
             found[before:] = [d for d in found[before:] if d.location.line not in at
                               or not off_on_every_way(builder, fn, at[d.location.line])]
+        if len(found) > before:
+            found[before:] = _outermost(fn, found[before:])
         if fn.cls is not None and fn.parent is None:
             by_class.setdefault(fn.cls, []).append((fn, stmts))
         _exit_lines(fn, [d for d in found if d.exit_line is None])
@@ -120,6 +122,19 @@ def gather(builder: Builder, ddp: bool) -> list[RankLocalDecision]:
         found.extend(d for d in _attribute_state(builder, methods, ddp, everyone, held.get(klass, ()))
                      if d.location not in decided)
     return sorted(found, key=lambda d: (d.location.file, d.location.line or 0))
+
+
+def _outermost(fn: Function, decisions: list[RankLocalDecision]) -> list[RankLocalDecision]:
+    """fn's decisions less those inside the block of another of them (`if np.isnan(loss.item()):
+    nan += 1; if nan > 100: raise ...; continue`: the inner test runs only where the outer one
+    already parted the ranks - one cause, one finding)."""
+    # (an `if`'s block only: a `while` decision's body is the loop it keeps running, whose own
+    # tests part the ranks anew each pass)
+    spans = {node.lineno: node.end_lineno for node in fn.own if node.__class__ is ast.If}
+    held = [(d.location.line, spans[d.location.line]) for d in decisions
+            if d.location.file == fn.file.display and d.location.line in spans]
+    return [d for d in decisions if not (d.location.file == fn.file.display and d.location.line and any(
+        start < d.location.line <= end for start, end in held))]
 
 
 def _exit_lines(fn: Function, decisions: list[RankLocalDecision]) -> None:

@@ -126,9 +126,11 @@ class RankFlow:
         # around it (`if args.use_gpu and args.use_multi_gpu:`): true on every rank of the
         # distributed run, so beside a rank test they split nothing (by their last name)
         self.init_switch_parts: set[str] = set()
+        # (and the flags negated in that test: `if args.dist and not args.only_test: init(...)`)
+        self.init_switch_negated: set[str] = set()
         self._items: dict = {}  # id(`d.get("k", v)`) -> its `d["k"]`; (id(`d["k"]`), id(`vars(ns)`)) -> `ns.k`
 
-    def _callers_switch_parts(self, fn: Function) -> set[str]:
+    def _callers_switch_parts(self, fn: Function, negated: bool = False) -> set[str]:
         """The flags conjoined in the tests around every call of fn, a set-up helper that joins
         the group with no test of its own (`if distr: setup(rank, world)`): the distributed run
         is where they hold. Empty where some call is under none, or fn is not called by name."""
@@ -136,7 +138,7 @@ class RankFlow:
             return set()
         found: Optional[set] = None
         for caller, call, _ in self._call_sites(fn):
-            parts = _switch_parts(caller, call)
+            parts = _switch_parts(caller, call, negated)
             found = parts if found is None else found & parts
             if not found:
                 return set()
@@ -172,6 +174,8 @@ class RankFlow:
                     # (a flag holds in the distributed run only where every set-up needs it)
                     parts = _switch_parts(fn, call) or self._callers_switch_parts(fn)
                     self.init_switch_parts = parts if len(self.init_calls) == 1 else self.init_switch_parts & parts
+                    negated = _switch_parts(fn, call, negated=True) or self._callers_switch_parts(fn, negated=True)
+                    self.init_switch_negated = negated if len(self.init_calls) == 1 else self.init_switch_negated & negated
                     if isinstance(given, (ast.Attribute, ast.Subscript)):
                         self.init_rank_texts.add(text(given))
                         # `config['local_rank'] = args.local_rank` beside it: that key of that
@@ -1698,6 +1702,11 @@ class RankFlow:
         holds = branch[0].test if branch[1] == "body" else ast.UnaryOp(op=ast.Not(), operand=branch[0].test)
         if self.single_process(holds, fn):
             return True
+        mine = branch[0].body if branch[1] == "body" else branch[0].orelse
+        if self._sets_up(mine, fn):
+            # (`if args.use_accelerate: accelerator = Accelerator(); is_main = accelerator.is_main_process`:
+            # the side that joins the group is the distributed run, off by default or not)
+            return False
         if self._ruled_out_at_launch(branch[0].test, branch[1] == "body", fn):
             # `ddp = is_torchrun and not cfg.use_deepspeed` with the config the script loads
             # saying DeepSpeed: `if ddp: master = rank == 0` never runs, the `else: master = True` does
@@ -1705,8 +1714,7 @@ class RankFlow:
         # (`if num_gpus > 1: ddp_setup(); cfg["gpu_id"] = local_rank` / `else: cfg["gpu_id"] = 0`:
         # the side beside the one that sets up the process group never does)
         other = branch[0].orelse if branch[1] == "body" else branch[0].body
-        mine = branch[0].body if branch[1] == "body" else branch[0].orelse
-        return self._sets_up(other, fn) and not self._sets_up(mine, fn)
+        return self._sets_up(other, fn)
 
     def _module_constant(self, node: ast.Attribute, fn: Function) -> bool:
         """`mod.dist_rank` of a local module that binds it only to constants - at its top level
@@ -1736,9 +1744,12 @@ class RankFlow:
         return truth is (not body)
 
     def _sets_up(self, stmts: list, fn: Function) -> bool:
-        """The statements call init_process_group, or a local function that does."""
+        """The statements call init_process_group, or a local function that does; or build
+        Accelerate's Accelerator, which joins the group an `accelerate launch` set up (the
+        `else:` of `if args.use_accelerate:` is then the plain one-process run)."""
         for call in (n for stmt in stmts for n in walk(stmt) if n.__class__ is ast.Call):
-            if last_name(call.func) == "init_process_group":
+            if last_name(call.func) == "init_process_group" or \
+                    (self.program.qualify(call.func, fn) or "") == "accelerate.Accelerator":
                 return True
             for target in self.program.resolve(call.func, fn)[0]:
                 if target.node is not None and not isinstance(target.node, ast.Module) and any(
@@ -1856,6 +1867,13 @@ class RankFlow:
             return self.uniform(node.operand, fn)  # `not args.no_ddp`
         if isinstance(node, (ast.Name, ast.Attribute, ast.Call)):
             return self.uniform(node, fn) and not self.is_rank(node, fn) and not _negated_switch(node)
+        if node.__class__ is ast.BoolOp and node.op.__class__ is ast.And and self.init_switch_negated:
+            # `self.args.dist and not self.args.only_test`, the set-up's own test read again: it
+            # holds only where the group was set up (its `else:` is the one-process run)
+            return any(self.distributed_run(p, fn) for p in node.values) and all(
+                self.distributed_run(p, fn) or (p.__class__ is ast.UnaryOp and p.op.__class__ is ast.Not
+                                               and (last_name(p.operand) or "") in self.init_switch_negated)
+                for p in node.values)
         # (`if "RANK" in os.environ:`: a launcher set the rank, torchvision's references' test)
         return _world_compared(node) in (("Gt", 1), ("GtE", 2), ("NotEq", 1)) or \
             self._launcher_variable(node, fn) is ast.In
@@ -1924,14 +1942,17 @@ def _world_count(value: ast.AST) -> bool:
         env_key(value) == "WORLD_SIZE"
 
 
-def _switch_parts(fn: Function, call: ast.Call) -> set[str]:
+def _switch_parts(fn: Function, call: ast.Call, negated: bool = False) -> set[str]:
     """The plain flags (names, attributes) conjoined in the tests whose body holds the call,
-    within its function: `if args.use_gpu and args.use_multi_gpu: init_process_group()`."""
+    within its function: `if args.use_gpu and args.use_multi_gpu: init_process_group()`.
+    negated: those conjoined under `not` instead (`and not args.only_test`)."""
     found: set[str] = set()
     for node in walk(fn.node):
         if isinstance(node, ast.If) and any(n is call for part in node.body for n in walk(part)):
             parts = node.test.values if isinstance(node.test, ast.BoolOp) and isinstance(node.test.op, ast.And) \
                 else [node.test]
+            if negated:
+                parts = [p.operand for p in parts if p.__class__ is ast.UnaryOp and p.op.__class__ is ast.Not]
             found.update(last_name(p) or "" for p in parts if isinstance(p, (ast.Name, ast.Attribute)))
     return found - {""}
 
