@@ -1049,7 +1049,7 @@ class BuilderCore:
                     for value, scope in self.program.unpacked(sub.id, fn):
                         if self.mentions_rank(value, scope, depth - 1, strict, placed):
                             return True
-                    if not strict and self._rank_strided_item(sub, fn, depth - 1):
+                    if not strict and self._rank_strided_item(sub, fn):
                         return True
             if isinstance(sub, ast.Call):  # shard_for_this_rank(ds): what the local helper returns
                 targets, _ = self.program.resolve(sub.func, fn)
@@ -1061,7 +1061,7 @@ class BuilderCore:
                             return True
         return False
 
-    def _rank_strided_item(self, name: ast.Name, fn: Function, depth: int) -> bool:
+    def _rank_strided_item(self, name: ast.Name, fn: Function) -> bool:
         """The name is the target of every loop of fn that binds it, each over this rank's
         stride of the items (`for i in tqdm(np.arange(rank, len(items), world_size))`, `for x in
         items[rank::world]`): an item no other rank holds, so a file named after it is this
@@ -1071,9 +1071,9 @@ class BuilderCore:
             return False
         loops = [n for n in fn.own if n.__class__ in (ast.For, ast.AsyncFor)
                  and any(t.__class__ is ast.Name and t.id == name.id for t in walk(n.target))]
-        return bool(loops) and all(self._rank_stride(loop.iter, fn, depth, 2) for loop in loops)
+        return bool(loops) and all(self._rank_stride(loop.iter, fn, 2) for loop in loops)
 
-    def _rank_stride(self, value: ast.AST, fn: Function, depth: int, hops: int) -> bool:
+    def _rank_stride(self, value: ast.AST, fn: Function, hops: int) -> bool:
         """The value is a rank-strided selection: `range(rank, n, world)` (`np.arange` too) with
         the rank for its start, or a slice `[rank::world]`, also through a name bound to one and
         through a one-argument wrapper (`tqdm(...)`, `enumerate(...)`, a progress helper)."""
@@ -1082,7 +1082,7 @@ class BuilderCore:
             if name in ("range", "arange") and len(value.args) >= 2:
                 return self.program.ranks.is_rank(value.args[0], fn)
             if name not in ("len", "int", "sum", "min", "max", "abs") and len(value.args) == 1 and hops > 0:
-                return self._rank_stride(value.args[0], fn, depth, hops - 1)
+                return self._rank_stride(value.args[0], fn, hops - 1)
             return False
         if value.__class__ is ast.Subscript and value.slice.__class__ is ast.Slice:
             return value.slice.lower is not None and value.slice.step is not None and \
@@ -1091,7 +1091,7 @@ class BuilderCore:
             # (`else: indices = np.arange(len(items))` of the one-process run: no other rank)
             held = [(v, scope) for v, scope in self.program.values_of(value, fn, 1)
                     if not one_process_side(self.program, v, scope)]
-            return bool(held) and all(v is not value and self._rank_stride(v, scope, depth, hops - 1)
+            return bool(held) and all(v is not value and self._rank_stride(v, scope, hops - 1)
                                       for v, scope in held)
         return False
 

@@ -357,6 +357,7 @@ def _rank_local(builder, ddp: bool, loaders: list) -> list:
     told = {str(d.location) for d in flags}
     found = [d for d in rank_state.gather(builder, ddp) if not (d.kind == "tensor_value" and str(d.location) in told)] \
         + flags + signal_state.gather(builder, ddp)
+    found = rank_state.one_per_cause(builder, found)  # (a test inside another's block: its way out)
     told = {str(d.location) for d in found}
     found += [d for d in shard_metrics.gather(builder, ddp, loaders) if str(d.location) not in told]
     return [d for d in found if not any(d.location.file == file and start <= (d.location.line or 0) <= end

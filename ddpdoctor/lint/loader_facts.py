@@ -2054,23 +2054,11 @@ class LoaderFacts:
                                    for caller, event in sites)
 
     def _off_the_setup_switch(self, fn: Function, node: ast.AST) -> bool:
-        """node sits in the `else:` of a test made of the very flags the process group is set up
-        under (each plain part one of the set-up test's flags, each `not` part one it negates)."""
-        ranks = self.program.ranks
-        plain, negated = ranks.init_switch_parts, ranks.init_switch_negated
-        if not plain or fn.node is None or isinstance(fn.node, ast.Module):
+        """node sits in the `else:` of the set-up's own test read again (RankFlow.setup_test)."""
+        if fn.node is None or isinstance(fn.node, ast.Module):
             return False
-        for _, _, owner, field in reaching._path_to(fn.node, node) or ():
-            if owner.__class__ is not ast.If or field != "orelse":
-                continue
-            parts = owner.test.values if owner.test.__class__ is ast.BoolOp and owner.test.op.__class__ is ast.And \
-                else [owner.test]
-            flags = [(last_name(p.operand) or "", True) if p.__class__ is ast.UnaryOp and p.op.__class__ is ast.Not
-                     else (last_name(p) or "", False) for p in parts]
-            if all(n for n, _ in flags) and any(not neg for _, neg in flags) and \
-                    all((n in negated) if neg else (n in plain) for n, neg in flags):
-                return True
-        return False
+        return any(owner.__class__ is ast.If and field == "orelse" and self.program.ranks.setup_test(owner.test)
+                   for _, _, owner, field in reaching._path_to(fn.node, node) or ())
 
     def _where_no_group(self, fn: Function, call: ast.Call) -> bool:
         """Built under `not is_dist()` (the `else:` of `if is_dist():`), a local helper that

@@ -1870,9 +1870,7 @@ class Program:
         Recorded as overrides: reaching one does not make its class live (_reachable), only
         building it does."""
         children = self._children()
-        built = self.__dict__.get("_built_names")
-        if built is None:  # the names classes are built by somewhere: `Trainer(...)`
-            built = self.__dict__["_built_names"] = {last_name(c.func) for f in self.functions for c in f.own_calls}
+        built = self.built_names()
         out: list[Function] = []
         todo, seen = list(children.get(klass, ())), set()
         while todo:
@@ -1900,9 +1898,7 @@ class Program:
         return memo[key]
 
     def _shadowed_now(self, klass: Klass, attr: str, caller: str, found: Function) -> Optional[list[Function]]:
-        built = self.__dict__.get("_built_names")
-        if built is None:
-            built = self.__dict__["_built_names"] = {last_name(c.func) for f in self.functions for c in f.own_calls}
+        built = self.built_names()
         if not self._only_subclassed(klass, built):
             return None
         own_caller = self.method(klass, caller)
@@ -1928,12 +1924,22 @@ class Program:
             found = bool(subs) and klass.name not in built
             if found and named > 1 + len(subs):
                 # (its own `super(Base, self).__init__()` and its subclasses' name it too)
-                called = re.compile(rf"\bsuper\(\s*{re.escape(klass.name)}\b")
-                supers = sum(len(called.findall("\n".join(k.file.lines[k.node.lineno - 1:k.node.end_lineno])))
-                             for k in (klass, *subs))
-                found = named <= 1 + len(subs) + supers
+                found = named <= 1 + len(subs) + self._super_mentions(klass.name, (klass, *subs))
             memo[key] = found
         return memo[key]
+
+    def built_names(self) -> set:
+        """The names classes are built by somewhere (`Trainer(...)`): every call's name, read once."""
+        built = self.__dict__.get("_built_names")
+        if built is None:
+            built = self.__dict__["_built_names"] = {last_name(c.func) for f in self.functions for c in f.own_calls}
+        return built
+
+    @staticmethod
+    def _super_mentions(name: str, classes) -> int:
+        """How often the classes' own text names `name` in a `super(Name, self)` call."""
+        called = re.compile(rf"\bsuper\(\s*{re.escape(name)}\b")
+        return sum(len(called.findall("\n".join(k.file.lines[k.node.lineno - 1:k.node.end_lineno]))) for k in classes)
 
     def _named_below(self, klass: Klass, built: set, children: dict) -> bool:
         """_named_below_now, worked out once per class (each `self.hook()` of a base asks it)."""
@@ -1958,9 +1964,7 @@ class Program:
             subs = children.get(k, ())
             if k.name in built:
                 return True
-            called = re.compile(rf"\bsuper\(\s*{re.escape(k.name)}\b")
-            supers = sum(len(called.findall("\n".join(sub.file.lines[sub.node.lineno - 1:sub.node.end_lineno])))
-                         for sub in subs)
+            supers = self._super_mentions(k.name, subs)
             if counts[k.name] > 1 + len(subs) + supers:
                 return True
             names.append(k.name)

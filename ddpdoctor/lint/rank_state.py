@@ -110,8 +110,6 @@ def gather(builder: Builder, ddp: bool) -> list[RankLocalDecision]:
             at = {s.lineno: s for s in fn.own_of(ast.If, ast.While)}
             found[before:] = [d for d in found[before:] if d.location.line not in at
                               or not off_on_every_way(builder, fn, at[d.location.line])]
-        if len(found) > before:
-            found[before:] = _outermost(fn, found[before:])
         if fn.cls is not None and fn.parent is None:
             by_class.setdefault(fn.cls, []).append((fn, stmts))
         _exit_lines(fn, [d for d in found if d.exit_line is None])
@@ -124,17 +122,31 @@ def gather(builder: Builder, ddp: bool) -> list[RankLocalDecision]:
     return sorted(found, key=lambda d: (d.location.file, d.location.line or 0))
 
 
-def _outermost(fn: Function, decisions: list[RankLocalDecision]) -> list[RankLocalDecision]:
-    """fn's decisions less those inside the block of another of them (`if np.isnan(loss.item()):
-    nan += 1; if nan > 100: raise ...; continue`: the inner test runs only where the outer one
-    already parted the ranks - one cause, one finding)."""
-    # (an `if`'s block only: a `while` decision's body is the loop it keeps running, whose own
-    # tests part the ranks anew each pass)
-    spans = {node.lineno: node.end_lineno for node in fn.own if node.__class__ is ast.If}
-    held = [(d.location.line, spans[d.location.line]) for d in decisions
-            if d.location.file == fn.file.display and d.location.line in spans]
-    return [d for d in decisions if not (d.location.file == fn.file.display and d.location.line and any(
-        start < d.location.line <= end for start, end in held))]
+def one_per_cause(builder: Builder, decisions: list) -> list:
+    """The decisions less those another one already explains: a test inside the `if` block of
+    another in the same function (`if np.isnan(loss.item()): nan += 1; if nan > 100: raise ...
+    else: continue`), or in a helper every call of which sits in such a block (`if EXIT.is_set():
+    ...; requeue_job(); return`, requeue_job testing REQUEUE, which the same signal sets): the
+    inner test runs only where the outer one already parted the ranks - one finding, at the
+    outer one. (A `while` decision's body is the loop it keeps running: its tests part the ranks
+    anew each pass.)"""
+    ifs = {(fn.file.display, node.lineno): (fn, node.end_lineno) for fn in builder.functions
+           if fn.node is not None for node in fn.own if node.__class__ is ast.If}
+    blocks = [(ifs[key][0], key[1], ifs[key][1]) for d in decisions
+              if (key := (d.location.file, d.location.line)) in ifs]
+    if not blocks:
+        return decisions
+
+    def explained(d) -> bool:
+        at = ifs.get((d.location.file, d.location.line))
+        line = d.location.line or 0
+        if any(fn.file.display == d.location.file and start < line <= end for fn, start, end in blocks):
+            return True
+        sites = builder.callers().get(at[0], []) if at is not None else []
+        return bool(sites) and at[0].node.__class__ is not ast.Module and all(
+            any(fn is caller and fn is not at[0] and start < event.line <= end for fn, start, end in blocks)
+            for caller, event in sites)
+    return [d for d in decisions if not explained(d)]
 
 
 def _exit_lines(fn: Function, decisions: list[RankLocalDecision]) -> None:

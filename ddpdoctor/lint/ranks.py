@@ -1867,13 +1867,6 @@ class RankFlow:
             return self.uniform(node.operand, fn)  # `not args.no_ddp`
         if isinstance(node, (ast.Name, ast.Attribute, ast.Call)):
             return self.uniform(node, fn) and not self.is_rank(node, fn) and not _negated_switch(node)
-        if node.__class__ is ast.BoolOp and node.op.__class__ is ast.And and self.init_switch_negated:
-            # `self.args.dist and not self.args.only_test`, the set-up's own test read again: it
-            # holds only where the group was set up (its `else:` is the one-process run)
-            return any(self.distributed_run(p, fn) for p in node.values) and all(
-                self.distributed_run(p, fn) or (p.__class__ is ast.UnaryOp and p.op.__class__ is ast.Not
-                                               and (last_name(p.operand) or "") in self.init_switch_negated)
-                for p in node.values)
         # (`if "RANK" in os.environ:`: a launcher set the rank, torchvision's references' test)
         return _world_compared(node) in (("Gt", 1), ("GtE", 2), ("NotEq", 1)) or \
             self._launcher_variable(node, fn) is ast.In
@@ -1886,6 +1879,19 @@ class RankFlow:
             return self.distributed_run(node.operand, fn)
         return _world_compared(node) in (("Eq", 1), ("LtE", 1), ("Lt", 2)) or \
             self._launcher_variable(node, fn) is ast.NotIn
+
+    def setup_test(self, test: ast.AST) -> bool:
+        """The test is made of the very flags the process group is set up under, read again (`if
+        self.args.dist and not self.args.only_test:` beside `if args.dist and not args.only_test:
+        init(...)`): each plain part one of the set-up test's flags, each `not` part one it
+        negates. It holds only where the group was set up; its `else:` is the one-process run."""
+        if not self.init_switch_parts:
+            return False
+        parts = test.values if test.__class__ is ast.BoolOp and test.op.__class__ is ast.And else [test]
+        flags = [(last_name(p.operand) or "", True) if p.__class__ is ast.UnaryOp and p.op.__class__ is ast.Not
+                 else (last_name(p) or "", False) for p in parts]
+        return all(n for n, _ in flags) and any(not neg for _, neg in flags) and \
+            all((n in self.init_switch_negated) if neg else (n in self.init_switch_parts) for n, neg in flags)
 
     def _launcher_variable(self, node: ast.AST, fn: Function):
         """ast.In for `"RANK" in os.environ` (a variable only a launcher sets: RANK, LOCAL_RANK,

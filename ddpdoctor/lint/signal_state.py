@@ -36,7 +36,7 @@ def gather(builder: Builder, ddp: bool) -> list[rank_state.RankLocalDecision]:
     env = _handler_env(handlers)
     if not written and not fields and not env:
         return []
-    found, decided = [], []
+    found = []
     getters = _getters(builder, written)
     for fn in builder.functions:
         if fn.node is None:
@@ -75,23 +75,11 @@ def gather(builder: Builder, ddp: bool) -> list[rank_state.RankLocalDecision]:
             if effect is None:
                 continue
             handler, line = mine[read[0]]
-            decided.append((fn, stmt))
             found.append(rank_state.RankLocalDecision(
                 Location(fn.file.display, stmt.lineno), text(stmt.test), effect[0], read[0], "signal_state",
                 effect[1], Location(handler.file.display, line), handler.label,
                 "each rank sees the signal at its own step"))
-    return [f for f, (fn, _) in zip(found, decided) if not _inside_another(builder, fn, decided)]
-
-
-def _inside_another(builder: Builder, fn: Function, decided: list) -> bool:
-    """Every call of fn sits in the block of another signal decision (`if EXIT.is_set(): ...;
-    requeue_job(); return`, requeue_job testing REQUEUE, which the same signal sets): a step of
-    that decision's way out, not a cause of its own."""
-    sites = builder.callers().get(fn, [])
-    return bool(sites) and all(
-        any(other is caller and other is not fn and stmt.lineno < event.line <= stmt.end_lineno
-            for other, stmt in decided)
-        for caller, event in sites)
+    return found
 
 
 def _getters(builder: Builder, written: dict) -> dict[int, tuple[Function, int]]:

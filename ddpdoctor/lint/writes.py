@@ -44,7 +44,7 @@ def _between_barriers(builder: Builder, fn: Function, call: ast.Call) -> str:
     others wait, then they run it and find its files (a constructor that skips what exists)."""
     program = builder.program
     targets = program.resolve(call.func, fn)[0]
-    if not targets or not any(_SKIPS_WRITTEN.search(source_lines(t.file.lines, (t.cls or t).node)) for t in targets):
+    if not _skips_written(targets):
         return ""
     above = below = None
     for stmt in fn.own:
@@ -76,9 +76,7 @@ def _built_first(builder: Builder, fn: Function, call: ast.Call) -> str:
     program = builder.program
     targets = program.resolve(call.func, fn)[0]
     made = {id(t) for t in targets}
-    # (a cache: what it makes skips what is already on disk - a checkpoint saved first on rank 0
-    # and then again by every rank in a `finally:` is two writes, not a cache read back)
-    if not made or not any(_SKIPS_WRITTEN.search(source_lines(t.file.lines, (t.cls or t).node)) for t in targets):
+    if not _skips_written(targets):
         return ""
     barriers = [e.line for e in fn.events if e.kind == "collective" and e.line < call.lineno
                 and _WAITS.search(e.op) and not rank_guards(e.guards)]
@@ -95,6 +93,13 @@ def _built_first(builder: Builder, fn: Function, call: ast.Call) -> str:
                 return (f"made first under `if {test.text}:` at line {stmt.lineno}, then a barrier, then on every "
                         f"rank: rank 0 writes first (a cache the others read)")
     return ""
+
+
+def _skips_written(targets: list) -> bool:
+    """Some function (or its class) the call reaches tests that a file exists first: a cache
+    skips what is on disk (a checkpoint saved first on rank 0 and then again by every rank in a
+    `finally:` is two writes, not a cache read back)."""
+    return any(_SKIPS_WRITTEN.search(source_lines(t.file.lines, (t.cls or t).node)) for t in targets)
 
 
 _WAITS = re.compile(r"barrier|wait_for_everyone")
