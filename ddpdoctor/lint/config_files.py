@@ -785,10 +785,15 @@ def launch_values(script: Path, declared: dict, read: list) -> dict[str, object]
             continue
         if str(launch) not in read:
             read.append(str(launch))  # (one that launches the script: an edit is a cache miss)
+        calls = None  # (the wrapper's calls in the other texts: read once per launch file)
         for command in _commands(body):
+            if len(launches) >= MAX_LAUNCH_VALUES:
+                break
             if not runs.search(command):
                 continue
-            for run in _forwarded(command, launch, texts, read):
+            if calls is None and launch.suffix == ".sh" and _SPREAD.search(command):
+                calls = _wrapper_calls(launch, texts, read)
+            for run in _forwarded(command, calls or ()):
                 given = _options_after(run, name, declared)
                 if given is not None and len(launches) < MAX_LAUNCH_VALUES:
                     launches.append((bool(_MULTI_PROCESS.search(run)), given))
@@ -811,15 +816,11 @@ _SPREAD = re.compile(r"\"?\$(?:@|\*|\{[A-Za-z_]\w*\[[@*]\]\})\"?")
 _COMMAND_END = frozenset({"|", ";", "&&", "||", "&", ">", ">>", "2>&1"})
 
 
-def _forwarded(command: str, launch: Path, texts: list, read: list) -> list[str]:
-    """The runs of the script a shell wrapper's command makes: where it hands the script the
-    wrapper's own arguments (`python train.py --out $DIR "${POSITIONAL[@]}"`), one per call of
-    the wrapper written in the launch texts (`bash run_training.sh --data-split confgf` in the
-    README), those arguments in place of the spread - the options the run is given. The command
-    itself where it spreads nothing, or where no text calls the wrapper."""
-    if launch.suffix != ".sh" or not _SPREAD.search(command):
-        return [command]
-    runs = []
+def _wrapper_calls(launch: Path, texts: list, read: list) -> list[str]:
+    """The arguments each call of a shell wrapper written in the other launch texts hands it
+    (`bash run_training.sh --data-split confgf` in the README: `--data-split confgf`), at most
+    MAX_LAUNCH_VALUES of them."""
+    calls: list[str] = []
     for path, body in texts:
         if launch.name not in body or path == launch:
             continue
@@ -833,12 +834,23 @@ def _forwarded(command: str, launch: Path, texts: list, read: list) -> list[str]
                 if word in _COMMAND_END:
                     break
                 handed.append(word)
-            runs.append(_SPREAD.sub(lambda _: " ".join(handed), command))
+            calls.append(" ".join(handed))
             if str(path) not in read:
                 read.append(str(path))
-            if len(runs) >= MAX_LAUNCH_VALUES:
-                return runs
-    return runs or [command]
+            if len(calls) >= MAX_LAUNCH_VALUES:
+                return calls
+    return calls
+
+
+def _forwarded(command: str, calls) -> list[str]:
+    """The runs of the script a shell wrapper's command makes: where it hands the script the
+    wrapper's own arguments (`python train.py --out $DIR "${POSITIONAL[@]}"`), one per call of
+    the wrapper written in the launch texts (_wrapper_calls), those arguments in place of the
+    spread - the options the run is given. The command itself where it spreads nothing, or
+    where no text calls the wrapper."""
+    if not calls or not _SPREAD.search(command):
+        return [command]
+    return [_SPREAD.sub(lambda _: handed, command) for handed in calls]
 
 
 def launch_exports(script: Path, read: list) -> dict[str, str]:
