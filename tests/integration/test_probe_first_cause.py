@@ -1,7 +1,7 @@
 """Issue 34's first causes: a launch that fails is never a pass, an error in flight at a cleanup
 collective is the cause (not the hang it leads to), and a rank-local skip is named at its branch.
-Each one's healthy twin: test_probe_first_cause_twins.py (a file of its own, so that --dist
-loadfile runs the two halves on two workers)."""
+Each one's healthy twin: the busy port's in test_probe_first_cause_twins.py, the others over
+what their probes recorded (tests/unit/test_probe_scripts_recorded.py)."""
 
 from __future__ import annotations
 

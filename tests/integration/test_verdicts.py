@@ -1,6 +1,7 @@
 """Verdicts on tutorial-style scripts, end to end from the CLI: a PASS means the job trained; a
-job that never trained is "incomplete" (exit 4); DDP302 judges whole passes, not iterators;
-DDP301 judges what the model is fed when there is no DataLoader."""
+job that never trained is "incomplete" (exit 4). (DDP302 judging whole passes, not iterators, and
+DDP301 judging what the model is fed when there is no DataLoader, are tested over what probes of
+these scripts recorded: tests/unit/test_probe_scripts_recorded.py.)"""
 
 import pytest
 
@@ -29,29 +30,3 @@ def test_script_that_stops_under_cpu_says_which_device_calls_answered_what(tmp_p
     assert "rank 0 printed last: [rank 0] cuDNN is required" in reasons
     assert "under --cpu the script was told torch.accelerator.is_available() -> True" in reasons
     assert "torch.backends.cudnn" in reasons
-
-
-# set_epoch with a constant: tests/scripts/constant_set_epoch.py (test_probe_scripts) and the unit tests.
-@pytest.mark.parametrize("mode,words,how", [
-    ("never", "sampler.set_epoch() is never called", "never"),
-    ("after", "runs too late", "late"),
-])
-def test_peek_then_bad_set_epoch_is_named_by_ddp302(mode, words, how, tmp_path):
-    result = probe(f"{TUTORIAL}/trainer_set_epoch.py", "--cpu", "--max-steps", "16",
-                   run_dir=tmp_path / "run", args=["--set-epoch", mode])
-    finding = result.one("DDP302")
-    assert finding["ranks"] == [0, 1]
-    assert words in finding["message"]
-    assert finding["evidence"]["set_epoch"] == how
-    assert finding["location"]["file"] == f"{TUTORIAL}/trainer_set_epoch.py"
-
-
-def test_same_seed_custom_get_batch_is_named_by_ddp301_from_the_forward_inputs(tmp_path):
-    result = probe(f"{TUTORIAL}/nanogpt_style.py", "--cpu", "--max-steps", "8", run_dir=tmp_path / "run")
-    assert result.code == 1
-    finding = result.one("DDP301")
-    assert finding["ranks"] == [0, 1]
-    assert "identical inputs at steps 0-7 (8/8 training forwards)" in finding["message"]
-    # The constant causal mask and position ids are not judged: only what changes per step.
-    assert finding["evidence"]["inputs_judged"] == ["args[0]", "args[3]"]
-    assert finding["location"]["file"] == f"{TUTORIAL}/nanogpt_style.py"
