@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ddpdoctor.core.findings import Location
-from ddpdoctor.lint.defaults import OPTION_TEST, constructed_truth, declared_off, off_at_launch, option_off, settled
+from ddpdoctor.lint.defaults import OPTION_TEST, constructed_truth, declared_off, open_part_off, off_at_launch, option_off, settled
 from ddpdoctor.lint.fact_builder import (MAX_DEPTH, Reached, _op_kind, _polarities, _single_process, _truth_by_constants,
                                          argument_at, guard_test, loc, truth_at_call)
-from ddpdoctor.lint.patterns import (CHOSEN_SAVE, DDP_BACKWARD, DDP_BUILT, DDP_FORWARD, dotted, is_const, keyword, last_name, no_grad_forward,
+from ddpdoctor.lint.patterns import (CHOSEN_SAVE, DDP_BACKWARD, DDP_BUILT, DDP_FORWARD, dotted, engine_tested, is_const, keyword, last_name, no_grad_forward,
                                      save_path, sharded_save, text,
                                      through_grad_off)
 from ddpdoctor.lint.nodes import parse_test, walk
@@ -320,7 +320,7 @@ class CollectiveFacts:
                     # (not the switch the process group is set up under, `if self.cfg.ddp:` around
                     # the callee's barrier with `--ddp` a store_true: every distributed run has it on)
                     switches = self._switch_options()
-                    if any(option_off(part, self.program) for part in guard.test.open) or any(
+                    if open_part_off(guard, self.program) or any(
                             flag and option_off(c, self.program) and not _the_switch(c, switches) for c, flag in conds) or \
                             (off and not asked and not _the_switch(off, switches)):
                         # `if args.eval_first and is_main_process():` with --eval_first a
@@ -330,6 +330,10 @@ class CollectiveFacts:
                     if sharded_save(op) and _or_engine_on(fn, guard_test(fn, guard)):
                         continue  # `if is_main_process or use_deepspeed:`: every process where it is one
                     chosen = _chosen_engine(op)
+                    if chosen and any(engine_tested(c) == (chosen, False) for c in said):
+                        # `if distributed_type != DistributedType.FSDP:` around it, the launch's
+                        # config picking FSDP: the run as launched never gets there
+                        continue
                     if chosen and _or_engine_on(fn, guard_test(fn, guard), chosen):
                         # `if distributed_type == DistributedType.DEEPSPEED or is_main_process:`
                         # with the launch's config picking DeepSpeed: every rank takes the branch

@@ -119,6 +119,13 @@ def config_flag_off(test_text: str, program: Program) -> bool:
         option_value(test, program) is None and settled(test, program) is False
 
 
+def open_part_off(guard, program: Program) -> bool:
+    """A part of a rank test's `and` that tests no rank (`cfg.cluster.use_custom_requeue and
+    main_node`) is false on the run as launched: an option off by default (option_off) or a
+    config group's flag every shipped config sets false (config_flag_off). No rank gets there."""
+    return any(option_off(part, program) or config_flag_off(part, program) for part in guard.test.open)
+
+
 # `config["seed"] is not None`, `cfg.get("seed")`: a test on one key of a dict config
 KEY_TEST = re.compile(r"""^(\w+)(?:\[['"](\w+)['"]\]|\.get\(['"](\w+)['"]\))(?: is not None)?$""")
 
@@ -917,6 +924,8 @@ def _settled_part(test: ast.AST, program: Program) -> Optional[bool]:
         value = option_value(test, program)
         if isinstance(value, (bool, int, str)) or value is None and _declared_none(test, program):
             return bool(value)
+        if value is None and _required_text(test, program):
+            return True  # (`if args.hf_repo:` of a `required=True` text option: every run gives one)
         # (a config flag every YAML config beside the script sets alike: `if cfg.opt.ema.use:`
         # with `ema: use: true` in the Hydra default config and no config saying otherwise)
         # (not the switch of the distributed run itself: a config shipped with `ddp: false` is
@@ -1227,6 +1236,13 @@ def _declared_none(node: ast.AST, program: Program) -> bool:
     return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id != "self" \
         and node.attr in program.option_defaults() and program.option_defaults()[node.attr] is None \
         and not _assigned(node.attr, program, node.value.id)
+
+
+def _required_text(node: ast.Attribute, program: Program) -> bool:
+    """`args.<option>` of an option every run gives as a text (options.required_text_options),
+    never assigned in the code."""
+    return isinstance(node.value, ast.Name) and node.value.id != "self" and \
+        node.attr in program.required_text_options() and not _assigned(node.attr, program, node.value.id)
 
 
 def off_at_launch(conds: tuple, program: Program) -> str:

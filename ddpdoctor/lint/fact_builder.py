@@ -1200,6 +1200,11 @@ class BuilderCore:
                 # (`loaders = [DataLoader(ds, ...) for ds in sets]`: each is known by the list's name)
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 return last_name(targets[0]) or ""
+            if node.__class__ is ast.Assign and node.value.__class__ is ast.Tuple and call in node.value.elts \
+                    and node.targets[0].__class__ is ast.Tuple and len(node.targets[0].elts) == len(node.value.elts):
+                # (`train_sampler, val_sampler = DistributedSampler(a), DistributedSampler(b)`:
+                # each call is known by the name in its place)
+                return last_name(node.targets[0].elts[node.value.elts.index(call)]) or ""
             if isinstance(node, ast.keyword) and node.value is call and node.arg:
                 return node.arg
             if isinstance(node, ast.Return) and node.value is call and not isinstance(fn.node, ast.Module):

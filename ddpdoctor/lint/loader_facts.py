@@ -1471,18 +1471,32 @@ class LoaderFacts:
             return False
         return not any(loops for f, c, _, loops in self.calls() if f is fn and c is handed[0]) and not self.in_loop(fn)
 
-    def _unpacked_element(self, name: ast.Name, where: Function, builder: Function, call: ast.Call) -> bool:
+    def _unpacked_element(self, name: ast.Name, where: Function, builder: Function, call: ast.Call,
+                          depth: int = 2) -> bool:
         """`dataset, sampler = builder(...)` in where binds name to the element of builder's
-        returned tuple that holds call (either side of a choice)."""
+        returned tuple that holds call (either side of a choice); or, depth allowing, to the
+        element of another function's returned tuple that it unpacks from builder in turn
+        (`(loader_pt, sampler_pt, ...) = get_loaders(cfg)`, get_loaders returning the
+        `sampler_pt` of its own `loader_pt, _, sampler_pt, _ = get_train_valid_loader(...)`)."""
         for stmt in where.own_of(ast.Assign):
             if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and
                     isinstance(stmt.targets[0], ast.Tuple) and isinstance(stmt.value, ast.Call)):
                 continue
             at = [i for i, t in enumerate(stmt.targets[0].elts) if isinstance(t, ast.Name) and t.id == name.id]
-            if not at or builder not in self.program.resolve(stmt.value.func, where)[0]:
+            if not at:
+                continue
+            width = len(stmt.targets[0].elts)
+            callees = self.program.resolve(stmt.value.func, where)[0]
+            if builder not in callees:
+                if depth > 1 and any(
+                        isinstance(ret, ast.Tuple) and len(ret.elts) == width and isinstance(ret.elts[at[0]], ast.Name)
+                        and self._unpacked_element(ret.elts[at[0]], callee, builder, call, depth - 1)
+                        for callee in callees if callee is not builder and not isinstance(callee.node, ast.Module)
+                        for ret in callee.returned):
+                    return True
                 continue
             for ret in builder.returned:
-                if isinstance(ret, ast.Tuple) and len(ret.elts) == len(stmt.targets[0].elts) and any(
+                if isinstance(ret, ast.Tuple) and len(ret.elts) == width and any(
                         side is call for v, _ in self.program.values_of(ret.elts[at[0]], builder, 2)
                         for side in ((v.body, v.orelse) if isinstance(v, ast.IfExp) else (v,))):
                     return True

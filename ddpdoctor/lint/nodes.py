@@ -187,6 +187,19 @@ def blocks_around(body: list, node: ast.AST) -> list[tuple[list, int]]:
     return found
 
 
+def apart(body: list, a: ast.AST, b: ast.AST) -> bool:
+    """a and b lie on the two sides of one `if` under body (its block and its `else:` / `elif`):
+    no pass through body reaches both."""
+    outer_a, outer_b = blocks_around(body, a), blocks_around(body, b)
+    for level, ((block_a, at_a), (block_b, at_b)) in enumerate(zip(outer_a, outer_b)):
+        if block_a is not block_b:
+            holder_block, at = outer_a[level - 1]
+            return level > 0 and isinstance(holder_block[at], ast.If)
+        if at_a != at_b:
+            return False
+    return False
+
+
 def parse_test(cond: str) -> Optional[ast.AST]:
     """A test's text (as the walker says it) parsed back; None where it does not parse, or is
     nested deeper than the interpreter parses. The trees are only read."""

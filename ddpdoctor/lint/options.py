@@ -70,7 +70,7 @@ def config_file_options(files: list) -> list[tuple[str, object]]:
 
 
 def _declarations(files: list):
-    """(dest, option strings, the default's node or None, required, switch action) of each
+    """(dest, option strings, the default's node or None, required (_required), switch action) of each
     option the files declare: each `add_argument` call (the dest is `dest=`, else the first
     long option's name, as argparse names it: `-a, --accum-iter` is accum_iter), and each
     parameter of a function handed to python-fire (`fire.Fire(main)`: `--gradient_accumulation_steps 4`
@@ -195,9 +195,26 @@ def _declared_in(source, helpers: frozenset = frozenset(), files: tuple = ()):
         first = next((f for f in flags if f.startswith("--")), flags[0])
         name = dest.value if isinstance(dest, ast.Constant) and isinstance(dest.value, str) else \
             first.lstrip("-").replace("-", "_")
-        required = keyword(node, "required")
-        yield name, flags, keyword(node, "default"), \
-            isinstance(required, ast.Constant) and required.value is True, _switch(node)
+        yield name, flags, keyword(node, "default"), _required(node), _switch(node)
+
+
+def _required(node: ast.Call) -> str:
+    """"text" for an option every run must give as one text (`required=True`, no type but str,
+    no nargs, no choices: its value is what the command line spells, true wherever tested), "value"
+    for another required one, "" for an option a run may leave out."""
+    required = keyword(node, "required")
+    if not (isinstance(required, ast.Constant) and required.value is True):
+        return ""
+    kind = keyword(node, "type")
+    text = (kind is None or isinstance(kind, ast.Name) and kind.id == "str") and \
+        keyword(node, "nargs") is None and keyword(node, "choices") is None and keyword(node, "action") is None
+    return "text" if text else "value"
+
+
+def required_text_options(files: list) -> frozenset:
+    """The dests of the options every run gives as a text of its own (_required): a test of one
+    (`if args.hf_repo:`) holds on every run."""
+    return frozenset(name for name, _, _, required, _ in _declarations(files) if required == "text")
 
 
 # the options one dict-declaring call may add (a config dict of thousands of keys is not options)

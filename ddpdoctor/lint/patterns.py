@@ -16,7 +16,7 @@ from typing import Any, Optional
 from ddpdoctor.core import torch_names as names
 from ddpdoctor.lint import reaching
 from ddpdoctor.lint.config_files import engine_launched, engines_named, launch_engine_only, launch_engines, launched_plain, launched_zero_stage
-from ddpdoctor.lint.nodes import children, param_defaults, walk
+from ddpdoctor.lint.nodes import apart, children, param_defaults, walk
 from ddpdoctor.lint.receivers import _unpacked_from
 
 # Calls that return a rank.
@@ -1255,12 +1255,30 @@ def _dropped_wrapper(program: Program, call: ast.Call, fn: Function):
     of that name, no return of it, nothing stored: the object trains the plain module, and no
     gradient is ever all-reduced. The DDP(...) call and its function, or None."""
     func = call.func
-    if not (_self_field(func) and fn.cls is not None):
-        return None
-    klass = program._class_of_fn(fn)
     found = program.__dict__.setdefault("_dropped_wrappers", None)
     if found is None:
         found = program.__dict__["_dropped_wrappers"] = _dropped_wrappers(program)
+    if func.__class__ is ast.Name and found:
+        # (`configure_multi_gpu_model(args, model, ...)` as a statement, then `train(loader,
+        # model)` and its `model(images)`: the name handed to the helper is the plain module)
+        # (the name here, and the names the calls into fn hand it, up to 8 of them)
+        origins = [(func, fn)]
+        at = 0
+        while at < len(origins) and len(origins) < 8:
+            name, scope = origins[at]
+            at += 1
+            if name.id in scope.params:
+                origins += [(given, caller) for given, caller in scope.arguments.get(name.id, ())
+                            if given.__class__ is ast.Name][:4]
+        for helper, param, made in found:
+            for given, caller in helper.arguments.get(param, ()):
+                if given.__class__ is ast.Name and any(v.id == given.id and scope is caller for v, scope in origins) \
+                        and _handed_then_read(caller, given, origins):
+                    return made, helper
+        return None
+    if not (_self_field(func) and fn.cls is not None):
+        return None
+    klass = program._class_of_fn(fn)
     for helper, param, made in found:
         for given, caller in helper.arguments.get(param, ()):
             if _self_field(given) and given.attr == func.attr and caller.cls is not None and \
@@ -1278,6 +1296,17 @@ def _dropped_wrapper(program: Program, call: ast.Call, fn: Function):
         if klass is not None and _field_returned(program, klass, func.attr, helper, name):
             return made, helper
     return None
+
+
+def _handed_then_read(caller: Function, given: ast.Name, origins: list) -> bool:
+    """The name handed to the dropping helper is read again in caller after that call, by the
+    reads origins name in it, and never rebound in between (`model = helper(model)` keeps what
+    the helper returns)."""
+    reads = [v for v, scope in origins if scope is caller and v.__class__ is ast.Name and v.id == given.id
+             and (v.lineno, v.col_offset) > (given.lineno, given.col_offset)]
+    rebound = [n for n in walk(caller.node) if n.__class__ is ast.Name and n.id == given.id
+               and n.ctx.__class__ is ast.Store and n.lineno >= given.lineno]
+    return bool(reads) and not any(n.lineno <= min(r.lineno for r in reads) for n in rebound)
 
 
 def discarded(fn: Function, call: ast.Call) -> bool:
@@ -1332,8 +1361,11 @@ def _dropped_wrappers(program: Program) -> list:
                     and node.targets[0].id in fn.params and program.ddp_call(value, fn)):
                 continue
             name = node.targets[0].id
+            # (a read on the other side of an `if` - `elif cuda: model = DataParallel(model)` - is
+            # another run's, not a read of this wrapper)
             after = [n for n in walk(fn.node) if n.__class__ is ast.Name and n.id == name
-                     and n.ctx.__class__ is ast.Load and (n.lineno, n.col_offset) > (node.end_lineno, node.end_col_offset)]
+                     and n.ctx.__class__ is ast.Load and (n.lineno, n.col_offset) > (node.end_lineno, node.end_col_offset)
+                     and not apart(fn.node.body, node, n)]
             if not after:
                 out.append((fn, name, value))
     return out
@@ -2083,6 +2115,20 @@ SHARDED_SAVE = "(every process takes part under {})"
 # (`accelerate launch --config_file configs/gpu.yaml train.py`): the run as launched takes part on
 # every process (an error, as any proven collective under a rank test).
 CHOSEN_SAVE = "(every rank takes part under {}, the engine of the Accelerate config the launch beside the script names)"
+
+# A test on Accelerate's engine as a condition's text says it: `accelerator.distributed_type ==
+# DistributedType.FSDP` (passed where FSDP runs), `... != DistributedType.DEEPSPEED` or `not (... ==
+# ...)` (failed where DeepSpeed runs).
+_ENGINE_TEST = re.compile(r"^(not \(?)?[\w.]*distributed_type\s*(==|!=)\s*[\w.]*\b(FSDP|DEEPSPEED)\)?$")
+
+
+def engine_tested(cond: str) -> Optional[tuple[str, bool]]:
+    """("FSDP" / "DeepSpeed", whether the test holds under that engine) for a test on Accelerate's
+    engine (_ENGINE_TEST); None for any other test."""
+    found = _ENGINE_TEST.match(cond.strip())
+    if found is None:
+        return None
+    return ("FSDP" if found.group(3) == "FSDP" else "DeepSpeed"), (found.group(1) is None) == (found.group(2) == "==")
 
 
 # save_pretrained of what accelerator.unwrap_model() returns, under FSDP (its state_dict gathers)

@@ -33,7 +33,7 @@ from ddpdoctor.lint.config_files import (LEFT_OUT, UNKNOWN_VALUE, Contested, con
                                          elastic_launch_only, multi_process_options,
                                          hydra_main_config, key_values_anywhere, launch_exports, launch_values, launched_parameters, leaf_values, named_config,
                                          module_names, named_values, yaml_beside)
-from ddpdoctor.lint.options import config_file_options, declared_options, option_defaults
+from ddpdoctor.lint.options import config_file_options, declared_options, option_defaults, required_text_options
 from ddpdoctor.lint.patterns import SELF_RETURNING, _dict_call_literal, dotted, last_name, name_pattern
 from ddpdoctor.lint.ranks import RankFlow
 from ddpdoctor.lint.receivers import library_made, sole_holder
@@ -3724,6 +3724,13 @@ class Program:
         held = launched.get(option, LEFT_OUT)
         return all((declared if v is LEFT_OUT else v) == value and v is not UNKNOWN_VALUE
                    for v in (held if isinstance(held, Contested) else (held,)))
+
+    def required_text_options(self) -> frozenset:
+        """The options every run gives as a text of its own (options.required_text_options), read once."""
+        found = self.__dict__.get("_required_text_options")
+        if found is None:
+            found = self.__dict__["_required_text_options"] = required_text_options(self.files)
+        return found
 
     def option_defaults(self) -> dict[str, object]:
         """The command-line options' values on the run as launched: the defaults the program's

@@ -15,9 +15,9 @@ from ddpdoctor.lint.ranks import handed_products
 from ddpdoctor.lint.defaults import config_flag_off, off_at_launch, option_off, settled
 from ddpdoctor.lint.fact_builder import _rebound, _single_process, argument_at, assigned_pairs, guard_test, _switched, _test_of, given_constants, loc, rank_guards, reached_from
 from ddpdoctor.lint.nodes import source_lines, walk
-from ddpdoctor.lint.config_files import deepspeed_json_stages
+from ddpdoctor.lint.config_files import deepspeed_json_stages, launched_plain
 from ddpdoctor.lint.pins import pinned_major
-from ddpdoctor.lint.patterns import dotted, hf_trainer, keyword, last_name, save_call, save_path, text
+from ddpdoctor.lint.patterns import dotted, engine_tested, hf_trainer, keyword, last_name, save_call, save_path, text
 from ddpdoctor.lint.program import Function, Guard
 from ddpdoctor.lint.walker import partial_target
 
@@ -170,9 +170,16 @@ class SaveFacts:
                      for target in self.program.reference(call.args[0], cfn)}
             # (under a rank test itself, or in a helper every way into which passes one: Ctrl-
             # Adapter's `save_checkpoint()`, called under `if accelerator.is_main_process:`)
+            # (not one under a test the engine passes - `if accelerator.distributed_type ==
+            # DistributedType.FSDP: accelerator.save_state(path)`, every rank's where FSDP runs -
+            # when every launch names a MULTI_GPU config: that run never calls it)
+            script = next((f for f in self.program.files if not f.module), None)
+            plain = script is not None and launched_plain(script.path, script.hydra_configs)
             tests = [rank_guards(guards) or (self.only_guarded(cfn) is True and self._rank_tests_into(cfn))
                      for cfn, call, guards, _ in self.calls()
-                     if isinstance(call.func, ast.Attribute) and call.func.attr == "save_state"]
+                     if isinstance(call.func, ast.Attribute) and call.func.attr == "save_state"
+                     and not (plain and any((engine_tested(cond) or ("", False))[1] for cond, _ in
+                                            cfn.__dict__.get("_call_conds", {}).get(id(call), ())))]
             under = tests[0][-1].test.text if tests and all(tests) else ""
             known = self.__dict__["_state_hooks"] = (hooks, under)
         hooks, under = known

@@ -22,6 +22,7 @@ from typing import Any
 
 from ddpdoctor.core.findings import Location
 from ddpdoctor.lint import rank_state
+from ddpdoctor.lint.defaults import off_at_launch, open_part_off
 from ddpdoctor.lint.nodes import walk
 from ddpdoctor.lint.patterns import env_key, text
 
@@ -247,9 +248,16 @@ def _handlers(builder: Builder) -> list[Function]:
     through a helper that passes its parameter on (`init_signal_handler(on_preempt)`)."""
     program = builder.program
     found: list = []
+    # (not one installed under a test the run as launched makes false: `if
+    # cfg.cluster.use_custom_requeue and main_node: signal.signal(SIGTERM, handler)` with every
+    # shipped config setting it false)
+    off = {id(call) for fn, call, guards, _ in builder.calls()
+           if program.qualify(call.func, fn) == "signal.signal" and (
+               off_at_launch(fn.__dict__.get("_call_conds", {}).get(id(call), ()), program)
+               or any(open_part_off(guard, program) for guard in guards))}
     for fn in builder.functions:
         for call in fn.own_calls:
-            if program.qualify(call.func, fn) != "signal.signal" or len(call.args) < 2:
+            if program.qualify(call.func, fn) != "signal.signal" or len(call.args) < 2 or id(call) in off:
                 continue
             arg = call.args[1]
             refs = program.reference(arg, fn)
