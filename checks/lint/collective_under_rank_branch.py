@@ -191,6 +191,11 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         A script whose every `accelerate launch` names a config with `distributed_type: MULTI_GPU`
         runs DDP, whatever DeepSpeed helper its template keeps (`AcceleratorState().deepspeed_plugin`):
         `save_state()` on the main process is its alone there.
+        A `save_state()` under a test the engine fails (`if accelerator.distributed_type !=
+        DistributedType.FSDP:`) is not the run of a launch whose config picks that engine. A part of
+        the rank test's `and` that no shipped config turns on (`if cfg.cluster.requeue and
+        main_node:` with `requeue: false` in every file of the Hydra group) is a side no run takes;
+        `if args.hub_repo:` of a `required=True` text option holds on every run (no assumption).
 
     Why it hurts:
         A collective completes only when every rank of the group enters it. The ranks

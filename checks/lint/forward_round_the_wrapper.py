@@ -78,6 +78,10 @@ def forward_round_the_wrapper(facts: LintFacts) -> list[Problem] | Skipped:
         `self._train_epoch()` in a base's method runs the override of the subclass the script
         builds (the base built nowhere, named only in its subclasses' lines and `super(Base, self)`):
         the base's own method is not judged.
+        A set-up helper that drops its wrapper (above) is read the same where the script hands it a
+        plain name: `setup_parallel(args, model)` as a statement, the helper wrapping its parameter (`model = DistributedDataParallel(model)` on one side of its tests, a
+        DataParallel on another) and returning nothing, leaves the script's `model` - and every
+        function it hands it to (`train(loader, model)`) - training the plain module.
 
     Why it hurts:
         DDP prepares its reducer in the wrapper's forward; the backward that follows is what

@@ -173,6 +173,9 @@ def rank_local_decision(facts: LintFacts) -> list[Problem] | Skipped:
         A decision inside the block of another in the same function (`if np.isnan(loss.item()):
         nan += 1; if nan > 100: raise ... else: continue`) is a step of the outer one's way out:
         one finding, at the outer test.
+        A signal handler installed only under a test no shipped config turns on (`if
+        cfg.cluster.requeue and main_node: signal.signal(SIGTERM, handler)`) is never installed:
+        the flag it sets decides nothing.
     Why it hurts:
         The ranks take different branches: rank 0 leaves the loop while the others enter the
         next epoch's forward and wait in its all-reduce for a rank that never comes - a hang

@@ -145,6 +145,10 @@ def save_on_every_rank(facts: LintFacts) -> list[Problem] | Skipped:
         A main-process flag bound on the side of `if args.use_accelerate:` that builds the
         Accelerator (`is_main = accelerator.is_main_process`, `else: is_main = True`) is the
         main process's test on the run that turns the switch on, off by default or not.
+        A hook handed to `register_save_state_pre_hook` writes where `save_state()` runs: a call of
+        it under a test the engine passes (`if accelerator.distributed_type == DistributedType.FSDP:`)
+        is no run's when every launch names a MULTI_GPU config, so a hook reached otherwise only
+        under `is_main_process` writes on the main process alone.
 
     Why it hurts:
         Every rank writes the same file at the same time. On a shared filesystem the writes

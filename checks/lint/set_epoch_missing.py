@@ -80,6 +80,11 @@ def set_epoch_missing(facts: LintFacts) -> list[Problem] | Skipped:
         is read one pass, and an evaluation loader built inline as its loop's iterable (`for perm in
         DataLoader(edges, bs, sampler=DistributedSampler(edges)):` in a test() run each epoch) reads
         every item whatever the order: neither is reported.
+        Samplers bound by one tuple assignment (`train_sampler, val_sampler = DistributedSampler(a),
+        DistributedSampler(b)`) are each known by the name in its place, and a sampler returned at
+        its place of a tuple through two helpers (`loader, _, sampler, _ = build(...)` returned by
+        `get_loaders()` to the script's `loader, fit_sampler = get_loaders(cfg)`) is the one the
+        script's `fit_sampler.set_epoch(epoch)` sets.
 
     Why it hurts:
         DistributedSampler shuffles with the seed `seed + epoch`. Without set_epoch the
