@@ -101,3 +101,26 @@ def test_same_seed_custom_get_batch_is_named_by_ddp301_from_the_forward_inputs(t
     # The constant causal mask and position ids are not judged: only what changes per step.
     assert finding["evidence"]["inputs_judged"] == ["args[0]", "args[3]"]
     assert finding["location"]["file"] == f"{TUTORIAL}/nanogpt_style.py"
+
+
+# DDP406 and DDP304 on variants (the live probes: test_probe_reach.py). The non-reentrant twin:
+# examples/reentrant_checkpoint.py --max-steps 6 -- --use-reentrant 0; a shared layer checkpointed
+# twice: --max-steps 6 --stall-timeout 60; a DistributedSampler under Accelerate's prepare: no flags.
+def test_non_reentrant_checkpoint_is_clean(tmp_path):
+    result = judge_recording("reentrant_checkpoint_off", "examples/reentrant_checkpoint.py", tmp_path)
+    assert result.codes.isdisjoint({"DDP406", "DDP504", "DDP401"}), result.report["findings"]
+    assert result.report["metrics"]["steps"] == 6
+
+
+def test_shared_layer_checkpointed_twice_is_ddp406_in_a_script_without_find_unused(tmp_path):
+    result = judge_recording("shared_layer_checkpoint", "tests/scripts/shared_layer_checkpoint.py", tmp_path)
+    finding = result.one("DDP406")
+    assert "shared.0." in finding["message"]
+    assert "torch's default" in finding["message"] and "without the probe" in finding["message"]
+    assert result.codes.isdisjoint({"DDP504", "DDP401"})
+
+
+def test_distributed_sampler_under_accelerate_prepare_is_double_sharding(tmp_path):
+    result = judge_recording("accelerate_double_shard", "tests/scripts/lint/accelerate_double_shard.py", tmp_path)
+    finding = result.one("DDP304")
+    assert "512 / 2² ≈ 128" in finding["message"] and "Accelerate" in finding["message"]
