@@ -173,7 +173,8 @@ def worker_seeds_without_rank(facts: LintFacts) -> list[Problem] | Skipped:
             continue
         # (every training loader whose workers draw from one seeding shares one fix: the seeding)
         key = (found.how, tuple(found.seed_sites)) if found.how == "process" else (found.how, str(found.location))
-        if found.how in ("worker_init_fn", "process") and key in told:
+        # (also one seeded generator handed to several loaders: one fix, at its manual_seed)
+        if key in told:
             told[key].message += f" (and the DataLoader at {found.loader})"
             told[key].evidence.setdefault("other_loaders", []).append(str(found.loader))
             continue

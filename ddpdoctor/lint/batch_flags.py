@@ -108,8 +108,22 @@ def _a_loader(builder: Builder, fn, source: ast.AST) -> bool:
         return False
     return any(_loader_made(builder, value, scope) or (
         # (`self.val_loader = val_loader` of `model, val_loader = accelerator.prepare(model, val_loader)`)
-        value.__class__ is ast.Name and value is not source and _unpacked_from_loader_call(scope, value.id))
+        value.__class__ is ast.Name and value is not source and (
+            _unpacked_from_loader_call(scope, value.id) or _handed_a_loader(builder, scope, value)))
         for value, scope in builder.program.values_of(source, fn, 2))
+
+
+def _handed_a_loader(builder: Builder, scope, name: ast.Name) -> bool:
+    """Where values_of stopped following a name a field was set from (`self.data_loader =
+    data_loader` in a trainer's constructor): the loader it holds - a parameter the calls into
+    scope hand one, or a name scope binds to one (`data_loader = config.init_data_loader()`)."""
+    program = builder.program
+    if name.id in getattr(scope, "params", ()):
+        handed = [(value, owner) for given, caller in scope.arguments.get(name.id, ())[:4]
+                  for value, owner in program.values_of(given, caller, 1)[:4]]
+    else:
+        handed = program.values_of(name, scope, 1)[:4]
+    return any(value is not name and _loader_made(builder, value, owner) for value, owner in handed)
 
 
 def _unpacked_from_loader_call(scope, name: str) -> bool:
@@ -130,12 +144,23 @@ def _loader_made(builder: Builder, value: ast.AST, scope) -> bool:
 
 def _built_by_helper(builder: Builder, fn, call: ast.Call) -> bool:
     """`data_loader = make_data_loader(cfg)`: a local builder that makes the DataLoader in its
-    own body and returns it (or the list it appended it to)."""
-    for target in builder.program.resolve(call.func, fn)[0]:
+    own body and returns it (or the list it appended it to); or one that returns an object of a
+    local DataLoader subclass, built by name or by a config factory (pytorch-template's
+    `config.init_data_loader()` returning `self.init_obj('data_loader', module_data)`, each class
+    the configs may name a `BaseDataLoader(DataLoader)`)."""
+    program = builder.program
+    for target in program.resolve(call.func, fn)[0]:
         if isinstance(target.node, ast.Module) or not target.returned:
             continue
         if any(last_name(c.func) in LOADER_CALLS for c in target.own_calls):
             return True
+        made = [v for ret in target.returned[:4] for v, scope in [(ret, target), *program.values_of(ret, target, 1)]
+                if v.__class__ is ast.Call for _ in [scope]]
+        for value in made[:8]:
+            classes = [program.callee(value.func, target)] + list(program._module_factory_classes(value, target))
+            if any(program.is_class(k) and any(base.endswith("DataLoader") for base in program.library_bases(k))
+                   for k in classes):
+                return True
     return False
 
 

@@ -694,6 +694,18 @@ def leaf_values(body: str) -> dict[str, object]:
     return {k: v for k, v in found.items() if k not in clashing}
 
 
+def config_near(name: str, bases: list, read: list) -> Optional[tuple[Path, str]]:
+    """(path, text) of the config file `name` from the first of the folders bases that holds it
+    (_read_config: bounded, each path looked at goes into read)."""
+    return next((hit for base in bases for hit in [_read_config(Path(base) / name, read)] if hit), None)
+
+
+def top_level_values(body: str) -> dict[str, object]:
+    """leaf_values of a YAML text's top level alone (a key written without indentation): the
+    options a loop over the loaded file declares (options.yaml_loop_configs)."""
+    return leaf_values("\n".join(line for line in body.splitlines() if line[:1] not in (" ", "\t", "-")))
+
+
 def multi_node_launch(script: Path, read: list) -> Optional[tuple[str, int]]:
     """(file, line) of a shell launch script beside the script (under its folder, or the working
     directory where the script lies beneath it) that starts a job on several nodes, or None.

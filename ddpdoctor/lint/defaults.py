@@ -845,6 +845,22 @@ def settled_spans(fn, program: Program) -> tuple:
     return tuple(spans)
 
 
+def launched_spans(fn, program: Program) -> tuple:
+    """The (first, last) lines of the sides of fn's own `if` tests that the run as launched never
+    takes (settled: `if args.backbone == "PathAgents":` with the option's default, or every
+    launch's value, another): what a rule judging the launched run leaves out. Once per function."""
+    found = fn.__dict__.get("_launched_spans")
+    if found is None:
+        spans = []
+        for branch in fn.own_of(ast.If):
+            truth = settled(branch.test, program)
+            skipped = None if truth is None else (branch.orelse if truth else branch.body)
+            if skipped:
+                spans.append((skipped[0].lineno, skipped[-1].end_lineno or skipped[-1].lineno))
+        found = fn.__dict__["_launched_spans"] = tuple(spans)
+    return found
+
+
 def _keys_set_in_code(program: Program) -> frozenset:
     """The string keys the program's own code stores into some dict (`opt['dist'] = True`,
     `cfg.setdefault('model', ...)`): a config key the code may change is not the file's alone.

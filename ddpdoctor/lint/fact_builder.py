@@ -1480,7 +1480,8 @@ def _choice(cond: str) -> Optional[tuple[str, frozenset, bool]]:
 # devices (`if world_size > 1:`, `if torch.cuda.device_count() > 1:`); not a test on the data
 # (`if len(data) > 64:`) or on a type (`isinstance`, `hasattr`)
 _SWITCH_LIKE = re.compile(r"^[\w.]+(?:\(\))?$|world|device_count|gpus?\b|n_?proc|num_processes|distributed|ddp"
-                          r"|== ['\"]parallel['\"]",  # (`config['train']['mode'] == 'parallel'`)
+                          r"|== ['\"]parallel['\"]"  # (`config['train']['mode'] == 'parallel'`)
+                          r"|rank (?:!= -1|>= 0|> -1)$",  # (`if args.local_rank != -1: model = DDP(model)`)
                           re.IGNORECASE)
 
 

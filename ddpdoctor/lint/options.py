@@ -76,6 +76,7 @@ def _declarations(files: list):
     parameter of a function handed to python-fire (`fire.Fire(main)`: `--gradient_accumulation_steps 4`
     sets `main`'s parameter; a boolean one is given bare, `--with_tracking`)."""
     helpers = None  # (the union of each file's kept answer: asked once per call)
+    referenced = None  # (the names any file reads: asked once per call, where a parser sits in a function)
     for source in files:
         # (kept on each file: the options are asked for again each time the program reads one
         # more file, and a scan of every call of every file each time cost a 176-file package
@@ -90,7 +91,24 @@ def _declarations(files: list):
             found = list(_declared_in(source, helpers, files))
             calls = any(last_name(node.func) in helpers for node in source.of(ast.Call)) if helpers else False
             kept = source.__dict__["_option_declarations"] = (helpers, calls, len(files), found)
-        yield from kept[3]
+        for *declared, holder in kept[3]:
+            # (not an option of a parser function nothing calls: `def define_args():` in a
+            # utilities module, beside the script's own parser - it declares another run's options)
+            if holder:
+                referenced = referenced if referenced is not None else _referenced(files)
+                if holder not in referenced:
+                    continue
+            yield tuple(declared)
+
+
+def _referenced(files: list) -> frozenset:
+    """Every name and attribute the files read (`define_args()`, `utils.get_parser()`): the
+    functions some code may call."""
+    found: set = set()
+    for source in files:
+        found.update(node.id for node in source.of(ast.Name))
+        found.update(node.attr for node in source.of(ast.Attribute))
+    return frozenset(found)
 
 
 def _dict_declarers(files: list) -> frozenset:
@@ -175,15 +193,15 @@ def _declared_in(source, helpers: frozenset = frozenset(), files: tuple = ()):
         if name in helpers and len(node.args) >= 2:
             scope = _enclosing_def(source, node)
             for key, default in _dict_items(node.args[1], scope, list(files))[:MAX_DICT_OPTIONS]:
-                yield key, [f"--{key}"], default, False, ""
+                yield key, [f"--{key}"], default, False, "", ""
             continue
         if name == "Fire" and node.args:
-            yield from _fire_parameters(source, node.args[0])
+            yield from ((*declared, "") for declared in _fire_parameters(source, node.args[0]))
             continue
         if name in ABSL_DEFINES and len(node.args) >= 2 and isinstance(node.args[0], ast.Constant) \
                 and isinstance(node.args[0].value, str):
             # absl's `flags.DEFINE_integer("num_workers", 0, "...")`, read as `FLAGS.num_workers`
-            yield node.args[0].value, [f"--{node.args[0].value}"], node.args[1], False, ""
+            yield node.args[0].value, [f"--{node.args[0].value}"], node.args[1], False, "", ""
             continue
         if name not in ("add_argument", "add", "add_arg", "add_option") or not node.args or \
                 not isinstance(node.args[0], ast.Constant) or not isinstance(node.args[0].value, str):
@@ -195,7 +213,11 @@ def _declared_in(source, helpers: frozenset = frozenset(), files: tuple = ()):
         first = next((f for f in flags if f.startswith("--")), flags[0])
         name = dest.value if isinstance(dest, ast.Constant) and isinstance(dest.value, str) else \
             first.lstrip("-").replace("-", "_")
-        yield name, flags, keyword(node, "default"), _required(node), _switch(node)
+        # (the function holding the parser, where the file's tree is at hand: one nothing calls
+        # declares no option of this run - _declarations)
+        holder = _enclosing_def(source, node) if getattr(source, "tree", None) is not None else None
+        yield name, flags, keyword(node, "default"), _required(node), _switch(node), \
+            holder.name if isinstance(holder, (ast.FunctionDef, ast.AsyncFunctionDef)) else ""
 
 
 def _required(node: ast.Call) -> str:
@@ -215,6 +237,40 @@ def required_text_options(files: list) -> frozenset:
     """The dests of the options every run gives as a text of its own (_required): a test of one
     (`if args.hf_repo:`) holds on every run."""
     return frozenset(name for name, _, _, required, _ in _declarations(files) if required == "text")
+
+
+def yaml_loop_configs(files: list) -> list[tuple[object, str]]:
+    """(source, file name) of each YAML file whose top-level keys a loop declares as options:
+    `for k, v in cfg.items(): parser.add_argument(f"--{k}", default=v, type=type(v))`, `cfg` bound
+    in the same function (or module) to a call handed the file's name as a constant
+    (`yaml_config_hook("./configs/aiec.yaml")`, `yaml.safe_load(open("c.yaml"))`): each key an
+    option whose default is the file's value."""
+    found = []
+    for source in files:
+        for loop in source.of(ast.For):
+            target, source_iter = loop.target, loop.iter
+            if not (isinstance(target, ast.Tuple) and len(target.elts) == 2
+                    and all(isinstance(t, ast.Name) for t in target.elts)
+                    and isinstance(source_iter, ast.Call) and isinstance(source_iter.func, ast.Attribute)
+                    and source_iter.func.attr == "items" and isinstance(source_iter.func.value, ast.Name)):
+                continue
+            key, value = (t.id for t in target.elts)
+            if not any(isinstance(n, ast.Call) and last_name(n.func) == "add_argument" and n.args
+                       and isinstance(n.args[0], ast.JoinedStr)
+                       and any(isinstance(part, ast.FormattedValue) and isinstance(part.value, ast.Name)
+                               and part.value.id == key for part in n.args[0].values)
+                       and isinstance(keyword(n, "default"), ast.Name) and keyword(n, "default").id == value
+                       for n in ast.walk(loop)):
+                continue
+            held = source_iter.func.value.id
+            names = [c.value for node in ast.walk(_enclosing_def(source, loop))
+                     if isinstance(node, ast.Assign) and len(node.targets) == 1
+                     and isinstance(node.targets[0], ast.Name) and node.targets[0].id == held
+                     for c in ast.walk(node.value) if isinstance(c, ast.Constant) and isinstance(c.value, str)
+                     and c.value.endswith((".yaml", ".yml"))]
+            if len(names) == 1:
+                found.append((source, names[0]))
+    return found
 
 
 # the options one dict-declaring call may add (a config dict of thousands of keys is not options)

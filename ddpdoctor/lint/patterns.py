@@ -2975,6 +2975,8 @@ def _buffered(program: Program, node: ast.AST, fn: Function, depth: int, seen: s
         # `model, opt = get_model(rank)`: the item the factory returns for it (CompTransTTS)
         values = [*values, *program.unpacked(node.id, fn)]
     for value, scope in values:
+        if program.off_as_launched(value, scope):
+            continue  # (`if args.backbone == "PathAgents": model = PathAgents(...)`, another backbone launched)
         if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
                 value.func.attr in SELF_RETURNING:  # `return model.eval()`: the module itself
             if _buffered(program, value.func.value, scope, depth - 1, seen):
@@ -3834,6 +3836,9 @@ def _class_buffered(program: Program, klass, seen: set, given: Optional[dict] = 
                         v for v, _ in program.values_of(item, target, 1) if isinstance(v, ast.Call)] \
                         if isinstance(item, ast.Name) else []
                     for call in made:
+                        while call.func.__class__ is ast.Attribute and call.func.attr in SELF_RETURNING and \
+                                call.func.value.__class__ is ast.Call:
+                            call = call.func.value  # `model = CLIP(...).float()`: the module itself
                         built = program.callee(call.func, target)
                         if program.is_class(built) and _class_buffered(program, built, seen):
                             return True

@@ -21,6 +21,7 @@ import ast
 import os
 import re
 import time
+from pathlib import Path
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterator, Optional, Union
@@ -28,12 +29,13 @@ from typing import Iterator, Optional, Union
 from ddpdoctor.core.errors import UsageError
 from ddpdoctor.lint import defaults, patterns, reaching
 from ddpdoctor.lint.nodes import own_nodes, own_nodes_of, walk
-from ddpdoctor.lint.config_files import (LEFT_OUT, UNKNOWN_VALUE, Contested, config_file_settings, config_values,
+from ddpdoctor.lint.config_files import (LEFT_OUT, UNKNOWN_VALUE, Contested, config_file_settings, config_near, config_values,
+                                         top_level_values,
                                          named_configs_values,
                                          elastic_launch_only, multi_process_options,
                                          hydra_main_config, key_values_anywhere, launch_exports, launch_values, launched_parameters, leaf_values, named_config,
                                          module_names, named_values, yaml_beside)
-from ddpdoctor.lint.options import config_file_options, declared_options, option_defaults, required_text_options
+from ddpdoctor.lint.options import config_file_options, declared_options, option_defaults, required_text_options, yaml_loop_configs
 from ddpdoctor.lint.patterns import SELF_RETURNING, _dict_call_literal, dotted, last_name, name_pattern
 from ddpdoctor.lint.ranks import RankFlow
 from ddpdoctor.lint.receivers import library_made, sole_holder
@@ -3718,12 +3720,23 @@ class Program:
         another, declared 0): every run as launched holds it."""
         self.option_defaults()
         launched = self.__dict__.get("_launched_values")
+        if option in self.__dict__.get("_yaml_loop_keys", ()) and not (launched and option in launched):
+            # (set by the YAML file the script declares its options from: every run reads it)
+            return self.__dict__.get("_declared_defaults", {}).get(option, UNKNOWN_VALUE) == value
         if not getattr(launched, "count", 0) or option in self.__dict__.get("_parameter_values", {}):
             return False
         declared = self.__dict__.get("_declared_defaults", {}).get(option, UNKNOWN_VALUE)
         held = launched.get(option, LEFT_OUT)
         return all((declared if v is LEFT_OUT else v) == value and v is not UNKNOWN_VALUE
                    for v in (held if isinstance(held, Contested) else (held,)))
+
+    def off_as_launched(self, value: ast.AST, owner: Function) -> bool:
+        """The value is bound on a side of one of its function's `if` tests that the run as
+        launched never takes (defaults.launched_spans: the options' defaults and the launches)."""
+        line = getattr(value, "lineno", None)
+        if line is None or owner.node is None or owner.node.__class__ is ast.Module:
+            return False
+        return any(start <= line <= end for start, end in defaults.launched_spans(owner, self))
 
     def required_text_options(self) -> frozenset:
         """The options every run gives as a text of its own (options.required_text_options), read once."""
@@ -3741,8 +3754,13 @@ class Program:
         found = self.__dict__.get("_option_defaults_seen")
         if found is None:
             found = option_defaults(self.files)
-            self.__dict__["_declared_defaults"] = dict(found)
             script = self.sources[0] if self.sources else None
+            # (a YAML file the script reads and declares its options from: its values are the
+            # run's, as a launch's are - `workers: 0` there is no default a recipe raises)
+            from_yaml = {key: value for key, value in self._yaml_loop_defaults(script).items() if key not in found}
+            found.update(from_yaml)
+            self.__dict__["_yaml_loop_keys"] = frozenset(from_yaml)
+            self.__dict__["_declared_defaults"] = dict(found)
             contested: dict = {}
             if script is not None and script.path is not None:
                 launched = launch_values(script.path, declared_options(self.files), script.hydra_configs)
@@ -3898,6 +3916,20 @@ class Program:
         for attr in list(found):
             if self.attribute_constants(attr) != frozenset({found[attr]}):
                 del found[attr]
+        return found
+
+    def _yaml_loop_defaults(self, script) -> dict[str, object]:
+        """The defaults of the options a loop declares from a YAML file's top-level keys
+        (options.yaml_loop_configs): the file's plain values, the file looked for from the working
+        directory, the declaring file's folder and the script's."""
+        found: dict[str, object] = {}
+        if script is None or script.path is None:
+            return found
+        for source, name in yaml_loop_configs(self.files)[:4]:
+            bases = [Path.cwd(), *([source.path.parent] if source.path is not None else []), script.path.parent]
+            held = config_near(name, bases, script.hydra_configs)
+            for key, value in (top_level_values(held[1]) if held is not None else {}).items():
+                found.setdefault(key, value)
         return found
 
     def _config_file_settings(self, script, found: dict, launched: dict) -> dict[str, object]:
