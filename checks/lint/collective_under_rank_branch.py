@@ -196,6 +196,10 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         the rank test's `and` that no shipped config turns on (`if cfg.cluster.requeue and
         main_node:` with `requeue: false` in every file of the Hydra group) is a side no run takes;
         `if args.hub_repo:` of a `required=True` text option holds on every run (no assumption).
+        The model is the one the run as launched builds: `if args.backbone == "PathAgents": model =
+        PathAgents(...) elif args.backbone == "TreeMamba": model = TreeMamba(...)` holds the buffers
+        of the side the options' values take, and a factory's `model = CLIP(...).float()` is the
+        CLIP it builds.
 
     Why it hurts:
         A collective completes only when every rank of the group enters it. The ranks

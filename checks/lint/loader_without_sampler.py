@@ -158,6 +158,10 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
         that name, and a batch drawn under `with torch.no_grad():` in the training loop trains nothing.
         A helper called only on the `else:` of the very test the process group is set up under (`if
         args.dist and not args.only_test:`) builds the one-process run's loader.
+        `if args.local_rank != -1: model = DistributedDataParallel(model)` makes that test the
+        distributed run's switch: a loader without a sampler on the `else:` of the same test is
+        the one-process run's (also where the group is set up under a compound test, `if
+        args.local_rank == -1 or args.no_cuda: ... else: init_process_group(...)`).
     Why it hurts:
         Every rank iterates the whole dataset. Seeded alike, the ranks draw the same
         batches: N GPUs do the work of one, and an epoch takes N times longer than it should

@@ -149,6 +149,10 @@ def save_on_every_rank(facts: LintFacts) -> list[Problem] | Skipped:
         it under a test the engine passes (`if accelerator.distributed_type == DistributedType.FSDP:`)
         is no run's when every launch names a MULTI_GPU config, so a hook reached otherwise only
         under `is_main_process` writes on the main process alone.
+        The loader a trainer keeps from its constructor (`self.data_loader = data_loader`, built by
+        `config.init_data_loader()` returning a DataLoader subclass the config names) hands each
+        rank its own batches: per-index files written from them (`params_{idx}.pt`) have one
+        writer each.
 
     Why it hurts:
         Every rank writes the same file at the same time. On a shared filesystem the writes

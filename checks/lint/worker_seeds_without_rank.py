@@ -116,6 +116,12 @@ def worker_seeds_without_rank(facts: LintFacts) -> list[Problem] | Skipped:
         DistributedSampler first.
         Workers every launch written beside the script gives 0 (`--dataloader_num_workers=0`), or
         leaves at a declared 0, are no workers.
+        Options a loop declares from a YAML file the script reads (`cfg = yaml_config_hook(
+        "./configs/run.yaml")`, `for k, v in cfg.items(): parser.add_argument(f"--{k}", default=v)`)
+        hold that file's values, as a launch's are: `workers: 0` there is no workers. A parser in
+        a function nothing calls (`def define_args():` in a utilities module) declares no option
+        of this run. One seeded generator handed to several loaders is one finding, at its
+        `manual_seed(...)`, naming the other loaders.
     Why it hurts:
         The ranks read different samples, but worker k of every rank draws the same random
         numbers: the k-th sample of every rank gets the same crop, flip and noise. Nothing
