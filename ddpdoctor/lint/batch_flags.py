@@ -154,10 +154,10 @@ def _built_by_helper(builder: Builder, fn, call: ast.Call) -> bool:
             continue
         if any(last_name(c.func) in LOADER_CALLS for c in target.own_calls):
             return True
-        made = [v for ret in target.returned[:4] for v, scope in [(ret, target), *program.values_of(ret, target, 1)]
-                if v.__class__ is ast.Call for _ in [scope]]
-        for value in made[:8]:
-            classes = [program.callee(value.func, target)] + list(program._module_factory_classes(value, target))
+        made = [(v, scope) for ret in target.returned[:4] for v, scope in [(ret, target), *program.values_of(ret, target, 1)]
+                if v.__class__ is ast.Call]
+        for value, scope in made[:8]:
+            classes = [program.callee(value.func, scope)] + list(program._module_factory_classes(value, scope))
             if any(program.is_class(k) and any(base.endswith("DataLoader") for base in program.library_bases(k))
                    for k in classes):
                 return True
