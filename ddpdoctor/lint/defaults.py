@@ -836,13 +836,7 @@ def _keyed_compare(test: ast.AST) -> bool:
 def settled_spans(fn, program: Program) -> tuple:
     """The (first, last) lines of the sides of fn's own `if` tests that no run takes, read as the
     walker reads a test it reaches (branch_truth): for a question asked before the walk got to fn."""
-    spans = []
-    for branch in fn.own_of(ast.If):
-        truth = branch_truth(branch.test, program, fn)
-        skipped = None if truth is None else (branch.orelse if truth else branch.body)
-        if skipped:
-            spans.append((skipped[0].lineno, skipped[-1].end_lineno or skipped[-1].lineno))
-    return tuple(spans)
+    return _untaken_spans(fn, lambda test: branch_truth(test, program, fn))
 
 
 def launched_spans(fn, program: Program) -> tuple:
@@ -851,14 +845,20 @@ def launched_spans(fn, program: Program) -> tuple:
     launch's value, another): what a rule judging the launched run leaves out. Once per function."""
     found = fn.__dict__.get("_launched_spans")
     if found is None:
-        spans = []
-        for branch in fn.own_of(ast.If):
-            truth = settled(branch.test, program)
-            skipped = None if truth is None else (branch.orelse if truth else branch.body)
-            if skipped:
-                spans.append((skipped[0].lineno, skipped[-1].end_lineno or skipped[-1].lineno))
-        found = fn.__dict__["_launched_spans"] = tuple(spans)
+        found = fn.__dict__["_launched_spans"] = _untaken_spans(fn, lambda test: settled(test, program))
     return found
+
+
+def _untaken_spans(fn, truth_of) -> tuple:
+    """The (first, last) lines of the side of each of fn's own `if` tests that truth_of settles
+    (True: the `else:` is never taken, False: the block)."""
+    spans = []
+    for branch in fn.own_of(ast.If):
+        truth = truth_of(branch.test)
+        skipped = None if truth is None else (branch.orelse if truth else branch.body)
+        if skipped:
+            spans.append((skipped[0].lineno, skipped[-1].end_lineno or skipped[-1].lineno))
+    return tuple(spans)
 
 
 def _keys_set_in_code(program: Program) -> frozenset:

@@ -17,7 +17,7 @@ from ddpdoctor.lint.nodes import children, param_defaults, source_lines, walk
 from ddpdoctor.lint.process_seeds import _off_by_default as _seed_option_unset, _on_import, _seeds_direct_path, _with_own_calls, seed_has_rank, seeded_per_rank
 from ddpdoctor.lint.rank_state import rank_advanced
 from ddpdoctor.lint.ranks import GPU_COUNT, SPAWNERS
-from ddpdoctor.lint.patterns import (GLOBAL_DRAWS, SCALAR_DRAWS, library_scaler_backward, _dict_call_literal, _grad_context, _instantiated, call_chain, call_keywords, dotted, hf_trainer_class, is_const, keyword, last_name, loader_call, loader_dataset,
+from ddpdoctor.lint.patterns import (GLOBAL_DRAWS, SCALAR_DRAWS, library_scaler_backward, returned_items, _dict_call_literal, _grad_context, _instantiated, call_chain, call_keywords, dotted, hf_trainer_class, is_const, keyword, last_name, loader_call, loader_dataset,
                                      own_keyword, plain_loss, text)
 from ddpdoctor.lint.pins import program_floor
 from ddpdoctor.lint.program import Function, Klass, is_property, table_values_bound
@@ -1478,28 +1478,14 @@ class LoaderFacts:
         element of another function's returned tuple that it unpacks from builder in turn
         (`(loader_pt, sampler_pt, ...) = get_loaders(cfg)`, get_loaders returning the
         `sampler_pt` of its own `loader_pt, _, sampler_pt, _ = get_train_valid_loader(...)`)."""
-        for stmt in where.own_of(ast.Assign):
-            if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and
-                    isinstance(stmt.targets[0], ast.Tuple) and isinstance(stmt.value, ast.Call)):
-                continue
-            at = [i for i, t in enumerate(stmt.targets[0].elts) if isinstance(t, ast.Name) and t.id == name.id]
-            if not at:
-                continue
-            width = len(stmt.targets[0].elts)
-            callees = self.program.resolve(stmt.value.func, where)[0]
-            if builder not in callees:
-                if depth > 1 and any(
-                        isinstance(ret, ast.Tuple) and len(ret.elts) == width and isinstance(ret.elts[at[0]], ast.Name)
-                        and self._unpacked_element(ret.elts[at[0]], callee, builder, call, depth - 1)
-                        for callee in callees if callee is not builder and not isinstance(callee.node, ast.Module)
-                        for ret in callee.returned):
+        for element, helper in returned_items(self.program, name.id, where):
+            if helper is builder:
+                if any(side is call for v, _ in self.program.values_of(element, builder, 2)
+                       for side in ((v.body, v.orelse) if isinstance(v, ast.IfExp) else (v,))):
                     return True
-                continue
-            for ret in builder.returned:
-                if isinstance(ret, ast.Tuple) and len(ret.elts) == width and any(
-                        side is call for v, _ in self.program.values_of(ret.elts[at[0]], builder, 2)
-                        for side in ((v.body, v.orelse) if isinstance(v, ast.IfExp) else (v,))):
-                    return True
+            elif depth > 1 and isinstance(element, ast.Name) and not isinstance(helper.node, ast.Module) and \
+                    self._unpacked_element(element, helper, builder, call, depth - 1):
+                return True
         return False
 
     def _returned_to(self, receiver: ast.AST, where: Function, builder: Function, call: ast.Call) -> bool:

@@ -132,20 +132,32 @@ def _dict_declarers_in(source) -> frozenset:
         for fn in source.of(ast.FunctionDef):
             params = [a.arg for a in fn.args.args]
             for loop in (n for n in ast.walk(fn) if isinstance(n, ast.For)):
-                if not (isinstance(loop.iter, ast.Call) and isinstance(loop.iter.func, ast.Attribute)
-                        and loop.iter.func.attr == "items" and isinstance(loop.iter.func.value, ast.Name)
-                        and loop.iter.func.value.id in params and isinstance(loop.target, ast.Tuple)
-                        and len(loop.target.elts) == 2 and isinstance(loop.target.elts[0], ast.Name)):
-                    continue
-                key = loop.target.elts[0].id
-                if any(isinstance(c, ast.Call) and last_name(c.func) == "add_argument" and c.args
-                       and isinstance(c.args[0], ast.JoinedStr) and any(
-                           isinstance(part, ast.FormattedValue) and isinstance(part.value, ast.Name)
-                           and part.value.id == key for part in c.args[0].values)
-                       for stmt in loop.body for c in ast.walk(stmt)):
+                declared = _declaring_loop(loop)
+                if declared is not None and declared[0] in params:
                     found.add(fn.name)
     kept = source.__dict__["_dict_declarers"] = frozenset(found)
     return kept
+
+
+def _declaring_loop(loop: ast.For) -> Optional[tuple[str, bool]]:
+    """`for k, v in d.items(): parser.add_argument(f"--{k}", ...)`, a loop that declares an
+    option for each key of a dict: ("d", whether each option's `default=` is the key's value `v`);
+    None for any other loop."""
+    target, held = loop.target, loop.iter
+    if not (isinstance(held, ast.Call) and isinstance(held.func, ast.Attribute) and held.func.attr == "items"
+            and isinstance(held.func.value, ast.Name) and isinstance(target, ast.Tuple)
+            and len(target.elts) == 2 and isinstance(target.elts[0], ast.Name)):
+        return None
+    key, value = target.elts[0].id, getattr(target.elts[1], "id", None)
+    declares = [c for stmt in loop.body for c in ast.walk(stmt)
+                if isinstance(c, ast.Call) and last_name(c.func) == "add_argument" and c.args
+                and isinstance(c.args[0], ast.JoinedStr) and any(
+                    isinstance(part, ast.FormattedValue) and isinstance(part.value, ast.Name)
+                    and part.value.id == key for part in c.args[0].values)]
+    if not declares:
+        return None
+    return held.func.value.id, any(isinstance(keyword(c, "default"), ast.Name) and keyword(c, "default").id == value
+                                   for c in declares)
 
 
 def _dict_items(value: ast.AST, scope: ast.AST, files: list, depth: int = 6,
@@ -248,21 +260,10 @@ def yaml_loop_configs(files: list) -> list[tuple[object, str]]:
     found = []
     for source in files:
         for loop in source.of(ast.For):
-            target, source_iter = loop.target, loop.iter
-            if not (isinstance(target, ast.Tuple) and len(target.elts) == 2
-                    and all(isinstance(t, ast.Name) for t in target.elts)
-                    and isinstance(source_iter, ast.Call) and isinstance(source_iter.func, ast.Attribute)
-                    and source_iter.func.attr == "items" and isinstance(source_iter.func.value, ast.Name)):
-                continue
-            key, value = (t.id for t in target.elts)
-            if not any(isinstance(n, ast.Call) and last_name(n.func) == "add_argument" and n.args
-                       and isinstance(n.args[0], ast.JoinedStr)
-                       and any(isinstance(part, ast.FormattedValue) and isinstance(part.value, ast.Name)
-                               and part.value.id == key for part in n.args[0].values)
-                       and isinstance(keyword(n, "default"), ast.Name) and keyword(n, "default").id == value
-                       for n in ast.walk(loop)):
-                continue
-            held = source_iter.func.value.id
+            declared = _declaring_loop(loop)
+            if declared is None or not declared[1]:
+                continue  # (the file's values are the defaults only where `default=v`)
+            held = declared[0]
             names = [c.value for node in ast.walk(_enclosing_def(source, loop))
                      if isinstance(node, ast.Assign) and len(node.targets) == 1
                      and isinstance(node.targets[0], ast.Name) and node.targets[0].id == held

@@ -2200,10 +2200,10 @@ def _deepspeed_engine(program: Program, receiver: ast.AST, fn: Function, depth: 
     # `self.model, opt, _, sched = self._setup_deepspeed(opt, sched)`, a helper returning the
     # engine `deepspeed.initialize` gave it: that item of what the helper returns
     return depth > 0 and any(_deepspeed_engine(program, item, helper, depth - 1)
-                             for scope in scopes for item, helper in _returned_items(program, key, scope))
+                             for scope in scopes for item, helper in returned_items(program, key, scope))
 
 
-def _returned_items(program: Program, key: str, scope: Function) -> list:
+def returned_items(program: Program, key: str, scope: Function) -> list:
     """(returned element, helper) for each `a, key, ... = helper(...)` in scope: the element at
     key's place of each tuple the helper returns."""
     found = []

@@ -21,17 +21,16 @@ import ast
 import os
 import re
 import time
-from pathlib import Path
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Iterator, Optional, Union
 
 from ddpdoctor.core.errors import UsageError
 from ddpdoctor.lint import defaults, patterns, reaching
 from ddpdoctor.lint.nodes import own_nodes, own_nodes_of, walk
 from ddpdoctor.lint.config_files import (LEFT_OUT, UNKNOWN_VALUE, Contested, config_file_settings, config_near, config_values,
-                                         top_level_values,
-                                         named_configs_values,
+                                         named_configs_values, top_level_values,
                                          elastic_launch_only, multi_process_options,
                                          hydra_main_config, key_values_anywhere, launch_exports, launch_values, launched_parameters, leaf_values, named_config,
                                          module_names, named_values, yaml_beside)

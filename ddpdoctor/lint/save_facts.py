@@ -178,8 +178,8 @@ class SaveFacts:
             tests = [rank_guards(guards) or (self.only_guarded(cfn) is True and self._rank_tests_into(cfn))
                      for cfn, call, guards, _ in self.calls()
                      if isinstance(call.func, ast.Attribute) and call.func.attr == "save_state"
-                     and not (plain and any((engine_tested(cond) or ("", False))[1] for cond, _ in
-                                            cfn.__dict__.get("_call_conds", {}).get(id(call), ())))]
+                     and not (plain and any(engine_tested(cond) in (("FSDP", True), ("DeepSpeed", True))
+                                            for cond, _ in cfn.__dict__.get("_call_conds", {}).get(id(call), ())))]
             under = tests[0][-1].test.text if tests and all(tests) else ""
             known = self.__dict__["_state_hooks"] = (hooks, under)
         hooks, under = known

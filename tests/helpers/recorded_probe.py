@@ -35,8 +35,8 @@ def judge_recording(name: str, script: str, tmp_path: Path) -> ProbeResult:
     roots = {m.group(1) for text in texts.values()
              for m in re.finditer(r'(/[^"\s:]*/)' + re.escape(script), text)}
     assert len(roots) <= 1, roots
-    for path, text in texts.items():
-        for root in roots:
+    for root in roots:  # (none where the run recorded no absolute path: nothing to move)
+        for path, text in texts.items():
             path.write_text(text.replace(root, f"{REPO}/"))
     before = os.getcwd()
     os.chdir(REPO)  # where the live probe ran: files named from the root
