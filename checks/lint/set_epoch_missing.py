@@ -85,6 +85,9 @@ def set_epoch_missing(facts: LintFacts) -> list[Problem] | Skipped:
         its place of a tuple through two helpers (`loader, _, sampler, _ = build(...)` returned by
         `get_loaders()` to the script's `loader, fit_sampler = get_loaders(cfg)`) is the one the
         script's `fit_sampler.set_epoch(epoch)` sets.
+        A sampler built under the comparison the process group is set up under (`if args.nodes > 1:
+        init_process_group(...)`, `--nodes` defaulting to 1) is judged on the run that turns it on:
+        the options' defaults never settle the distributed run's own switch off.
 
     Why it hurts:
         DistributedSampler shuffles with the seed `seed + epoch`. Without set_epoch the

@@ -928,6 +928,8 @@ def _settled_part(test: ast.AST, program: Program) -> Optional[bool]:
     """settled() of one part (no `and` / `or` / `not` at its top)."""
     if test.__class__ is ast.Constant:
         return literal_truth(test)  # `if False and args.evaluate:`, a block its author switched off
+    if test.__class__ is ast.Compare and text(test) in program.ranks.init_switch_tests:
+        return None  # (`if args.nodes > 1:` that sets the group up: the run judged turns it on)
     held = _launched(test.left if isinstance(test, ast.Compare) else test, program)
     if held is not None:
         # an option the launches give differently: answered where every one of them answers alike

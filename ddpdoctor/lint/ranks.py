@@ -128,6 +128,9 @@ class RankFlow:
         self.init_switch_parts: set[str] = set()
         # (and the flags negated in that test: `if args.dist and not args.only_test: init(...)`)
         self.init_switch_negated: set[str] = set()
+        # the comparisons an init_process_group call sits under (`if args.nodes > 1:`): the
+        # distributed run's own switch, which the options' defaults never settle off
+        self.init_switch_tests: set[str] = set()
         self._items: dict = {}  # id(`d.get("k", v)`) -> its `d["k"]`; (id(`d["k"]`), id(`vars(ns)`)) -> `ns.k`
 
     def _callers_switch_parts(self, fn: Function, negated: bool = False) -> set[str]:
@@ -173,6 +176,9 @@ class RankFlow:
                         self.init_worlds.append((fn, world))
                     # (a flag holds in the distributed run only where every set-up needs it)
                     parts = _switch_parts(fn, call) or self._callers_switch_parts(fn)
+                    self.init_switch_tests.update(
+                        text(node.test) for node in walk(fn.node) if isinstance(node, ast.If)
+                        and isinstance(node.test, ast.Compare) and any(n is call for part in node.body for n in walk(part)))
                     self.init_switch_parts = parts if len(self.init_calls) == 1 else self.init_switch_parts & parts
                     negated = _switch_parts(fn, call, negated=True) or self._callers_switch_parts(fn, negated=True)
                     self.init_switch_negated = negated if len(self.init_calls) == 1 else self.init_switch_negated & negated

@@ -813,3 +813,54 @@ def test_per_sample_files_of_a_config_factory_loader(tmp_path):
 def test_one_fixed_file_of_a_config_factory_loader(tmp_path):
     files = dict(TEMPLATE_LOADER, **{"writer.py": TEMPLATE_LOADER["writer.py"].replace('f"params_{idx}.pt"', '"params.pt"')})
     assert _codes(lint_tree(tmp_path, files), "DDP806")
+
+
+# ------------------------------------------------- the distributed run's own switch, a comparison
+# `if args.nodes > 1: init_process_group(...)` with `--nodes` defaulting to 1: the findings are
+# about the run that turns it on, so the sampler built under the same test is judged (its
+# set_epoch never called: DDP804). Twin: set_epoch called under that test.
+NODES_SWITCH = """
+    import argparse
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+
+    def main(args):
+        if args.nodes > 1:
+            dist.init_process_group("gloo")
+        data = TensorDataset(torch.randn(64, 4))
+        if args.nodes > 1:
+            sampler = DistributedSampler(data)
+        else:
+            sampler = None
+        loader = DataLoader(data, batch_size=8, sampler=sampler, shuffle=sampler is None)
+        model = torch.nn.Linear(4, 1)
+        if args.nodes > 1:
+            model = DDP(model)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for epoch in range(3):
+            for (x,) in loader:
+                opt.zero_grad()
+                model(x).sum().backward()
+                opt.step()
+
+
+    if __name__ == "__main__":
+        p = argparse.ArgumentParser()
+        p.add_argument("--nodes", type=int, default=1)
+        main(p.parse_args())
+"""
+
+
+def test_sampler_under_the_set_up_comparison_is_judged(tmp_path):
+    [found] = _codes(lint_tree(tmp_path, {"train.py": NODES_SWITCH}), "DDP804")
+    assert found.location.line == _line(NODES_SWITCH, "sampler = DistributedSampler(data)")
+
+
+def test_sampler_under_the_set_up_comparison_with_set_epoch(tmp_path):
+    body = NODES_SWITCH.replace("        for epoch in range(3):\n",
+                                "        for epoch in range(3):\n            if args.nodes > 1:\n"
+                                "                sampler.set_epoch(epoch)\n")
+    assert not _codes(lint_tree(tmp_path, {"train.py": body}), "DDP804")
