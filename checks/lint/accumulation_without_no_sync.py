@@ -122,6 +122,12 @@ def accumulation_without_no_sync(facts: LintFacts) -> list[Problem] | Skipped:
         its default 1 in each) are one finding, at the first loop's backward, the others named.
         A top-level key of the dict a YAML reader returned (`config_args = load_hyperpyyaml(f)`,
         then `% config_args["accu_steps"]`) is read off every config beside the script.
+        So is a number an OmegaConf tree sets in the base every config names (`if
+        config.train.accumulation_steps > 1:` with `accumulation_steps: 0` in `configs/default.yml`,
+        the `_base_` of each run's config): that side no launch with them takes. A helper that
+        returns the model's no_sync() on some passes (`def maybe_no_sync(step): ... return
+        model.no_sync()`, a closure of the training method) is that no_sync: entered after the
+        forward, around the backward alone, it changes nothing (the finding above).
     Why it hurts:
         DDP all-reduces the gradients in every backward. With K micro-steps per optimizer
         step, K-1 of those all-reduces are thrown away: up to K times the communication per

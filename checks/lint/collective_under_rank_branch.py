@@ -200,6 +200,9 @@ def collective_under_rank_branch(facts: LintFacts) -> list[Problem] | Skipped:
         PathAgents(...) elif args.backbone == "TreeMamba": model = TreeMamba(...)` holds the buffers
         of the side the options' values take, and a factory's `model = CLIP(...).float()` is the
         CLIP it builds.
+        A value a loop over constants hands down is each of them: rank 0's `for fold in ("dev",
+        "test"): evaluate(args, model, fold)` into `load_examples(args, fold=fold)` never takes
+        its `if local_rank == 0 and fold == "train": dist.barrier()`.
 
     Why it hurts:
         A collective completes only when every rank of the group enters it. The ranks

@@ -32,6 +32,8 @@ def data_sized_collective(facts: LintFacts) -> list[Problem] | Skipped:
 
         A list extended (`outs.extend(batch_out)`) on both sides of a branch inside the loop
         grows alike on every pass, as one appended on both sides does: no data size.
+        A dict's own keys rewritten in place (`for key in losses: losses[key] = losses[key][0]`)
+        are the keys it had: the rewrite adds none from the data.
     Why it hurts:
         Every rank must pass a tensor of the same size to a collective. A size that follows the
         batch agrees while the batches happen to agree (the same classes seen, the same number

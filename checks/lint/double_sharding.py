@@ -82,6 +82,8 @@ def double_sharding(facts: LintFacts) -> list[Problem] | Skipped:
         order of its own steps); so is one in any of
         the classes a builder may return by a configured name (`build_dataset(cfg)` returning
         `DatasetCatalog.get(name, ...)`), judged at the call that builds it there.
+        A rank a dataset's constructor reads only to place its progress bar (`tqdm(files,
+        position=tqdm_rank)`, `disable=`) picks no items: the dataset is the same on every rank.
     Why it hurts:
         Each rank trains on about dataset / world² samples: with 8 GPUs, 1/64 of the data
         per rank and 1/8 of it overall per epoch. Nothing fails; the model just sees a

@@ -162,6 +162,9 @@ def loader_without_sampler(facts: LintFacts) -> list[Problem] | Skipped:
         distributed run's switch: a loader without a sampler on the `else:` of the same test is
         the one-process run's (also where the group is set up under a compound test, `if
         args.local_rank == -1 or args.no_cuda: ... else: init_process_group(...)`).
+        A builder's side the training call never takes is not its loader: `if fold in ("dev",
+        "test"): DataLoader(features, shuffle=False)` in `load_examples(args, fold)` that training
+        calls as `load_examples(args, fold="train")` builds the evaluation folds' loaders only.
     Why it hurts:
         Every rank iterates the whole dataset. Seeded alike, the ranks draw the same
         batches: N GPUs do the work of one, and an epoch takes N times longer than it should

@@ -122,6 +122,9 @@ def worker_seeds_without_rank(facts: LintFacts) -> list[Problem] | Skipped:
         a function nothing calls (`def define_args():` in a utilities module) declares no option
         of this run. One seeded generator handed to several loaders is one finding, at its
         `manual_seed(...)`, naming the other loaders.
+        A seeding under a config comparison every config answers false is no seeding: `if
+        cfg.SEED_VALUE >= 0: torch.manual_seed(cfg.SEED_VALUE)` with a yacs default `cfg.SEED_VALUE =
+        -1` that the YAML configs keep leaves each process the seed torch drew for it.
     Why it hurts:
         The ranks read different samples, but worker k of every rank draws the same random
         numbers: the k-th sample of every rank gets the same crop, flip and noise. Nothing

@@ -1076,6 +1076,9 @@ class AccumulationFacts:
             owners |= {text(c.args[0]) for ctx in contexts for c in walk(ctx)
                        if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
                        and c.func.attr == "no_backward_sync" and c.args}
+            # (or a helper that returns the model's no_sync() on some passes: `with
+            # maybe_no_sync(step):`, a closure of the training loop - LUKE's trainer)
+            owners |= {held for ctx in contexts if isinstance(ctx, ast.Call) for held in self._no_sync_returned(ctx, fn)}
             inside = [c for stmt in node.body for c in walk(stmt) if isinstance(c, ast.Call)]
             # (on a side of a test the options never take: `if args.mode != "accum" or ...:
             # backward() else: with no_sync(): backward()` with --mode at its default)
@@ -1102,6 +1105,30 @@ class AccumulationFacts:
                     backward = next(c for c in inside if self._backward(c, fn))
                     found.append(AccumulationFact(loc(fn, backward), loc(fn, loop), loc(fn, forwards[0]),
                                                   "no_sync_after_forward", entered=loc(fn, node)))
+        return found
+
+    def _no_sync_returned(self, call: ast.Call, fn: Function) -> set[str]:
+        """The models whose no_sync() the local function `call` runs returns (`def
+        maybe_no_sync(step): if ...: return model.no_sync() ... return ExitStack()`), as fn names
+        them: a parameter's by the argument handed to it, a closure's free name as it is."""
+        found: set[str] = set()
+        for target in self.program.resolve(call.func, fn)[0]:
+            if target.node is None or isinstance(target.node, ast.Module):
+                continue
+            params = [a.arg for a in target.node.args.posonlyargs + target.node.args.args]
+            for ret in target.own_of(ast.Return):
+                for c in walk(ret.value) if ret.value is not None else ():
+                    if not (isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "no_sync"):
+                        continue
+                    model = c.func.value
+                    if isinstance(model, ast.Name) and model.id in params:
+                        at = params.index(model.id)
+                        given = call.args[at] if at < len(call.args) else next(
+                            (k.value for k in call.keywords if k.arg == model.id), None)
+                        if given is not None:
+                            found.add(text(given))
+                    elif isinstance(model, ast.Name) and target.parent is fn:
+                        found.add(model.id)  # (the enclosing function's own model)
         return found
 
     def _forwards_in(self, call: ast.Call, fn: Function, owner: str) -> bool:

@@ -69,12 +69,16 @@ def _scope(file: str, label: str, root: ast.AST, dist_names: set, bare: set) -> 
             # (`for i, mode in enumerate(modes): mask = types == i; if not mask.any(): continue;
             # acc[mode] = ...`: AIpparel's per-mode metrics)
             for name, (line, test) in _kept_where_present(loop, keys).items():
+                if name == _over(loop.iter):
+                    continue  # (its own keys rewritten, as below)
                 keyed.setdefault(name, line)
                 kept_by.setdefault(name, test)
             continue
         for node in walk(loop):
             name = _keyed_write(node, keys)
-            if name:
+            if name and name != _over(loop.iter):
+                # (`for key in losses: losses[key] = losses[key][0]` rewrites the keys the dict
+                # already has: none comes from the data there)
                 keyed.setdefault(name, node.lineno)
     if not keyed:
         return

@@ -957,6 +957,13 @@ def _settled_part(test: ast.AST, program: Program) -> Optional[bool]:
         # a config field every value of which, the default's and each config file's, decides alike
         answers = {_compare_constant(value, op, right) for value in held}
         return answers.pop() if len(answers) == 1 else None
+    if type(op) in _ORDER and isinstance(test.left, ast.Attribute) and option_value(test.left, program) is None:
+        # a number every config sets alike, the code's default with them (`cfg.SEED_VALUE >= 0`
+        # of a yacs default -1; `config.train.accumulation_steps > 1` with `accumulation_steps: 0`
+        # in the YAML every config of the run bases itself on): the side no launch with them takes
+        held = held or config_settles(test.left, program)
+        answers = {_compare_constant(value, op, right) for value in held} if held else {None}
+        return answers.pop() if len(answers) == 1 else None
     if isinstance(op, (ast.Is, ast.IsNot)) and isinstance(right, ast.Constant) and right.value is None:
         if option_value(test.left, program) is not None:
             return isinstance(op, ast.IsNot)
@@ -1033,7 +1040,7 @@ def config_candidates(node: ast.AST, program: Program) -> Optional[set]:
     (`CFG.DATASET.TYPE = "cifar100"`, whatever the root is called), with what the YAML configs
     beside the script set at that key (`DATASET: / TYPE: imagenet`); None where the chain is
     assigned anything but that one constant, or nowhere."""
-    path = _field_path(node)
+    path = _field_path(node, program.config_roots())
     if path is None:
         one = _one_field(node, program)
         # (`config.trainer` of an OmegaConf / YAML config: no code default, no option of that
@@ -1187,31 +1194,58 @@ def _one_field(node: ast.AST, program: Program) -> Optional[tuple]:
     return (node.attr,)
 
 
-def _field_path(node: ast.AST) -> Optional[tuple]:
+def _field_path(node: ast.AST, roots: frozenset = frozenset()) -> Optional[tuple]:
     """("DATASET", "TYPE") of `cfg.DATASET.TYPE`: two fields or more below a plain name (not
-    `self`, not one field: `args.x` is an option, option_value's)."""
+    `self`, not one field: `args.x` is an option, option_value's), or one below a name of roots
+    (`cfg.SEED_VALUE` of a yacs node, config_roots)."""
     parts = []
     while isinstance(node, ast.Attribute):
         parts.insert(0, node.attr)
         node = node.value
-    if not isinstance(node, ast.Name) or node.id == "self" or len(parts) < 2:
+    if not isinstance(node, ast.Name) or node.id == "self" or not parts or (len(parts) < 2 and node.id not in roots):
         return None
     return tuple(parts)
 
 
-def config_defaults(files) -> dict:
-    """Every chain of two fields or more below a plain name that the files assign, by its
-    fields: the set of constants assigned, or None where anything else is (`cfg.DATASET.TYPE =
-    args.dataset`, an augmented or unpacked assignment)."""
+# Classes of yacs-style config nodes: fields set one by one at a module's top level.
+_CONFIG_NODES = frozenset({"CN", "CfgNode", "ConfigDict", "EasyDict", "edict", "AttrDict"})
+
+
+def config_roots(files) -> frozenset:
+    """The names a module binds at its top level to a yacs-style config node (`cfg =
+    CN(new_allowed=True)`, `_C = CfgNode()`), or to another such name or its clone (`cfg =
+    _C.clone()`): a one-field read of them (`cfg.SEED_VALUE`) is a config field, not an option."""
+    found: set = set()
+    for _ in range(2):
+        for source in files:
+            for node in source.tree.body if source.tree is not None else ():
+                if node.__class__ is not ast.Assign or len(node.targets) != 1 or node.targets[0].__class__ is not ast.Name:
+                    continue
+                value = node.value
+                if value.__class__ is ast.Call and value.func.__class__ is ast.Attribute and value.func.attr == "clone":
+                    value = value.func.value
+                if (value.__class__ is ast.Call and last_name(value.func) in _CONFIG_NODES) or \
+                        (value.__class__ is ast.Name and value.id in found):
+                    found.add(node.targets[0].id)
+    return frozenset(found)
+
+
+def config_defaults(files, roots: frozenset = frozenset()) -> dict:
+    """Every chain of two fields or more below a plain name that the files assign (one below a
+    name of roots), by its fields: the set of constants assigned, or None where anything else
+    is (`cfg.DATASET.TYPE = args.dataset`, an augmented or unpacked assignment)."""
     found: dict = {}
     for source in files:
         for node in source.of(ast.Assign, ast.AugAssign, ast.AnnAssign):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in (one for t in targets for one in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t])):
-                path = _field_path(target)
+                path = _field_path(target, roots)
                 if path is None:
                     continue
                 value = node.value if isinstance(node, ast.Assign) and target in node.targets else None
+                if value.__class__ is ast.UnaryOp and value.op.__class__ is ast.USub and \
+                        value.operand.__class__ is ast.Constant and type(value.operand.value) in (int, float):
+                    value = ast.Constant(-value.operand.value)  # (`cfg.SEED_VALUE = -1`: no seed asked)
                 if not (isinstance(value, ast.Constant) and isinstance(value.value, (str, int, float, bool))):
                     found[path] = None
                 elif path not in found:

