@@ -1115,16 +1115,13 @@ class AccumulationFacts:
         for target in self.program.resolve(call.func, fn)[0]:
             if target.node is None or isinstance(target.node, ast.Module):
                 continue
-            params = [a.arg for a in target.node.args.posonlyargs + target.node.args.args]
             for ret in target.own_of(ast.Return):
                 for c in walk(ret.value) if ret.value is not None else ():
                     if not (isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "no_sync"):
                         continue
                     model = c.func.value
-                    if isinstance(model, ast.Name) and model.id in params:
-                        at = params.index(model.id)
-                        given = call.args[at] if at < len(call.args) else next(
-                            (k.value for k in call.keywords if k.arg == model.id), None)
+                    if isinstance(model, ast.Name) and (model.id in target.params or model.id in target.kwonly):
+                        given = argument_at(target, call, model.id)
                         if given is not None:
                             found.add(text(given))
                     elif isinstance(model, ast.Name) and target.parent is fn:

@@ -64,21 +64,21 @@ def _scope(file: str, label: str, root: ast.AST, dist_names: set, bare: set) -> 
         keys = {n.id for n in walk(loop.target) if isinstance(n, ast.Name)}
         if not keys:
             continue
+        # (`for key in losses: losses[key] = losses[key][0]` rewrites the keys the dict already
+        # has: none comes from the data there)
+        itself = _over(loop.iter)
         if not from_data:
             # a fixed list of keys, each kept only where this rank's share holds some of it
             # (`for i, mode in enumerate(modes): mask = types == i; if not mask.any(): continue;
             # acc[mode] = ...`: AIpparel's per-mode metrics)
             for name, (line, test) in _kept_where_present(loop, keys).items():
-                if name == _over(loop.iter):
-                    continue  # (its own keys rewritten, as below)
-                keyed.setdefault(name, line)
-                kept_by.setdefault(name, test)
+                if name != itself:
+                    keyed.setdefault(name, line)
+                    kept_by.setdefault(name, test)
             continue
         for node in walk(loop):
             name = _keyed_write(node, keys)
-            if name and name != _over(loop.iter):
-                # (`for key in losses: losses[key] = losses[key][0]` rewrites the keys the dict
-                # already has: none comes from the data there)
+            if name and name != itself:
                 keyed.setdefault(name, node.lineno)
     if not keyed:
         return

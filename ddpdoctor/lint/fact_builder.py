@@ -1765,8 +1765,8 @@ def _given_false(test: ast.Compare, given: Optional[ast.AST], negated: bool, gua
         listed = [e.value for e in right.elts if e.__class__ is ast.Constant]
         if len(listed) != len(right.elts) or not (isinstance(given, ast.Constant) and isinstance(given.value, (str, int))):
             return False
-        holds = (given.value in listed) != isinstance(test.ops[0], ast.NotIn)
-        return holds == negated
+        holds = compared(test.ops[0], [given.value], listed)
+        return holds is not None and holds == negated
     bound = _number(right)
     if bound is None:
         return False

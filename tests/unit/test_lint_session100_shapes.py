@@ -128,6 +128,21 @@ def test_closure_no_sync_entered_after_the_forward(tmp_path):
     assert found.location.line == _line(CLOSURE_NO_SYNC, "loss.backward()")
 
 
+def test_helper_handed_the_model_no_sync_entered_after_the_forward(tmp_path):
+    # the same context from a module-level helper handed the model: its parameter is the model
+    body = CLOSURE_NO_SYNC.replace(
+        "def train(args, model, opt, batches):\n        def maybe_no_sync(step):\n"
+        "            if (step + 1) % args.accum != 0:\n                return model.no_sync()\n"
+        "            return contextlib.ExitStack()\n",
+        "def maybe_no_sync(net, step, accum):\n        if (step + 1) % accum != 0:\n"
+        "            return net.no_sync()\n        return contextlib.ExitStack()\n\n\n"
+        "    def train(args, model, opt, batches):\n")
+    body = body.replace("with maybe_no_sync(step):", "with maybe_no_sync(model, step, args.accum):")
+    assert "def maybe_no_sync(net, step, accum)" in body
+    [found] = _codes(lint_tree(tmp_path, {"train.py": body}), "DDP805")
+    assert found.location.line == _line(body, "loss.backward()")
+
+
 def test_closure_no_sync_round_the_forward(tmp_path):
     body = CLOSURE_NO_SYNC.replace(
         "            loss = model(x).sum() / args.accum\n            with maybe_no_sync(step):\n",
